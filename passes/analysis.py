@@ -1,0 +1,659 @@
+"""Sequence-axis analysis of a Dynamo FX graph: which nodes may run on packed tokens.
+
+Facts only, no mutation. For every node we work out which of its dimensions is the batch axis ``B`` and
+which the sequence axis ``T`` (its *roles*), following them from the token inputs through views, reshapes,
+transposes, broadcasts and reductions, and we classify the node:
+
+* ``packed``   - per-token along ``T``: it may run on the packed unique tokens of the batch;
+* ``row``      - computed in the original ``[B, T, ...]`` layout (parameters, per-row data such as labels
+                 or advantages, positional tables like ``arange(T)``, everything after the packed region);
+* ``mask``     - only builds the attention mask of an attention site (verified at run time, then dropped);
+* ``internal`` - the inner nodes of a matmul-softmax-matmul attention, replaced as a whole.
+
+The packed region must reach every attention site; otherwise the graph is declined and ``reason`` names the
+first node that stopped it. A packed value used by a ``row`` node leaves the region there: the rewrite
+replays it to ``[B, T, ...]`` (an index op whose backward is the scatter-add that removes duplicated work).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import torch
+import torch.fx as fx
+
+B, T, BT = "B", "T", "BT"  # roles of a dimension; BT is a flattened batch*sequence dimension
+
+_SDPA = {torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention}
+_EMBEDDING = {torch.nn.functional.embedding}
+_LINEAR = {torch._C._nn.linear, torch.nn.functional.linear}
+_MATMUL = {torch.matmul, operator.matmul}
+
+# Ops that act on each element (with broadcasting); names cover torch.*, F.* and Tensor methods.
+_ELEMENTWISE_NAMES = {
+    "add", "sub", "mul", "div", "true_divide", "truediv", "neg", "pow", "rsqrt", "sqrt", "exp", "log", "log1p",
+    "tanh", "sigmoid", "sin", "cos", "abs", "erf", "reciprocal", "square", "maximum", "minimum", "clamp", "clip",
+    "where", "silu", "gelu", "relu", "softplus", "mish", "float", "half", "bfloat16", "double", "to", "type_as",
+    "contiguous", "clone", "detach", "type", "eq", "ne", "lt", "le", "gt", "ge", "and_", "or_", "invert",
+    "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or", "masked_fill", "floordiv", "mod",
+    "sub_", "add_", "mul_", "tanh_", "fill_", "rsub", "_log_api_usage_once", "requires_grad_",
+}
+_REDUCE_NAMES = {"mean", "sum", "amax", "amin", "logsumexp", "norm", "var", "std", "prod", "max", "min", "argmax",
+                 "argmin", "all", "any"}
+_ALONG_DIM_NAMES = {"softmax", "log_softmax", "cumsum", "cumprod", "sort", "topk"}
+_VIEW_NAMES = {"view", "reshape", "flatten", "unflatten", "view_as", "reshape_as"}
+_EXPAND_NAMES = {"expand", "broadcast_to", "expand_as"}
+_DROPOUT = {torch.nn.functional.dropout, torch.dropout}
+
+
+def op_name(node: fx.Node) -> str:
+    t = node.target
+    if isinstance(t, str):
+        return t
+    return getattr(t, "__name__", str(t))
+
+
+def _val(node: Any):
+    if isinstance(node, fx.Node):
+        return node.meta.get("example_value", node.meta.get("val"))
+    return node
+
+
+def _shape(node: Any):
+    v = _val(node)
+    return tuple(v.shape) if isinstance(v, torch.Tensor) else None
+
+
+def same_size(a, b) -> bool:
+    """Equality of ints or SymInts without guarding (compares sympy expressions)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    ea = a.node.expr if isinstance(a, torch.SymInt) else a
+    eb = b.node.expr if isinstance(b, torch.SymInt) else b
+    try:
+        return bool(ea == eb)
+    except Exception:  # noqa: BLE001 - an undecidable comparison is "not provably equal"
+        return False
+
+
+class Decline(Exception):
+    """The graph cannot be packed; the message says why in words a user can act on."""
+
+
+@dataclass
+class AttentionSite:
+    node: fx.Node                 # the node whose output is the attention result
+    q: fx.Node
+    k: fx.Node
+    v: fx.Node
+    scale: float
+    mask: fx.Node | None          # the attention-mask value to verify (bool, or additive float)
+    causal_flag: bool             # SDPA is_causal=True (top-left causal) with no mask
+    internal: set = field(default_factory=set)  # eager pattern nodes replaced by the site
+
+
+@dataclass
+class SliceSite:
+    """A partial slice of the sequence axis of a packed value: packs the selected tokens again."""
+    node: fx.Node
+    start: int
+    stop: int
+    space: int                    # index of the packed space it creates (0 is the whole batch)
+
+
+@dataclass
+class GraphAnalysis:
+    ids: fx.Node | None = None                    # token-id placeholder (feeds the embedding)
+    token_inputs: list = field(default_factory=list)  # placeholders that enter the plan key (ids, mask, positions)
+    attention_mask: fx.Node | None = None
+    position_ids: fx.Node | None = None
+    batch: Any = None
+    seq: Any = None
+    roles: dict = field(default_factory=dict)     # node -> tuple of roles per dim
+    kind: dict = field(default_factory=dict)      # node -> "packed" | "row" | "mask" | "internal"
+    space: dict = field(default_factory=dict)     # packed node -> packed space id
+    attention: list = field(default_factory=list)
+    slices: list = field(default_factory=list)
+    boundaries: dict = field(default_factory=dict)  # row node fed by packed values -> why it leaves the region
+    reason: str | None = None                     # why the graph is declined (None: it can be packed)
+
+    @property
+    def applicable(self) -> bool:
+        return self.reason is None
+
+
+def _node_desc(node: fx.Node) -> str:
+    return f"`{op_name(node)}` at node `{node.name}`"
+
+
+# --------------------------------------------------------------------------------------------- attention sites
+
+def _sdpa_site(node: fx.Node) -> AttentionSite:
+    args = list(node.args) + [None] * 6
+    q, k, v = args[0], args[1], args[2]
+    kw = node.kwargs
+    mask = kw.get("attn_mask", args[3])
+    dropout_p = kw.get("dropout_p", args[4] if args[4] is not None else 0.0)
+    is_causal = kw.get("is_causal", args[5] if args[5] is not None else False)
+    scale = kw.get("scale", None)
+    if isinstance(dropout_p, fx.Node) or (dropout_p or 0.0) > 0.0:
+        raise Decline(f"attention {_node_desc(node)} uses dropout (dropout_p={dropout_p}): dropout is random per "
+                      "row, so shared tokens cannot be computed once; set attention_dropout=0 or call model.eval()")
+    if mask is None and not is_causal:
+        raise Decline(f"attention {_node_desc(node)} is bidirectional (no mask, is_causal=False): a token would "
+                      "see later tokens, so prefixes cannot be shared")
+    if mask is not None and is_causal:
+        raise Decline(f"attention {_node_desc(node)} has both a mask and is_causal=True")
+    if scale is None:
+        scale = 1.0 / math.sqrt(_shape(q)[-1])
+    if not isinstance(scale, (int, float)):
+        raise Decline(f"attention {_node_desc(node)} has a data-dependent scale")
+    return AttentionSite(node, q, k, v, float(scale), mask, bool(is_causal and mask is None))
+
+
+def _skip(n: fx.Node, internal: set) -> fx.Node:
+    """Walk up through dtype casts and inactive dropout in the eager attention pattern."""
+    while isinstance(n, fx.Node):
+        name = op_name(n)
+        if name in {"to", "float", "type_as", "contiguous"} and n.op == "call_method":
+            internal.add(n)
+            n = n.args[0]
+        elif n.op == "call_function" and n.target in _DROPOUT:
+            p = n.kwargs.get("p", n.args[1] if len(n.args) > 1 else 0.5)
+            training = n.kwargs.get("training", n.args[2] if len(n.args) > 2 else True)
+            if training and p:
+                raise Decline(f"dropout {_node_desc(n)} is active in train mode (p={p}): dropout is random per "
+                              "row; call model.eval() or set the dropout probabilities to 0")
+            internal.add(n)
+            n = n.args[0]
+        else:
+            return n
+    return n
+
+
+def _eager_site(node: fx.Node) -> AttentionSite | None:
+    """matmul(softmax(matmul(q, k^T) * scale + mask), v), as in HF's eager_attention_forward."""
+    internal: set = set()
+    probs = _skip(node.args[0], internal)
+    if not (isinstance(probs, fx.Node) and op_name(probs) == "softmax"):
+        return None
+    dim = probs.kwargs.get("dim", probs.args[1] if len(probs.args) > 1 else None)
+    if dim not in (-1, len(_shape(probs)) - 1):
+        return None
+    internal.add(probs)
+    scores = probs.args[0]
+    mask = None
+    if op_name(scores) in {"add", "iadd"} and len(scores.args) == 2:
+        internal.add(scores)
+        scores, mask = scores.args
+    scale = 1.0
+    if op_name(scores) in {"mul", "truediv", "div"} and isinstance(scores.args[1], (int, float)):
+        internal.add(scores)
+        s = float(scores.args[1])
+        scale = s if op_name(scores) == "mul" else 1.0 / s
+        scores = scores.args[0]
+    if not (isinstance(scores, fx.Node) and scores.op == "call_function" and scores.target in _MATMUL):
+        return None
+    internal.add(scores)
+    q, kt = scores.args
+    if not (isinstance(kt, fx.Node) and op_name(kt) in {"transpose", "mT"}):
+        return None
+    if op_name(kt) == "transpose":
+        dims = {d % 4 for d in kt.args[1:3]}
+        if dims != {2, 3}:
+            return None
+    internal.add(kt)
+    return AttentionSite(node, q, kt.args[0], node.args[1], scale, mask, False, internal)
+
+
+def find_attention_sites(gm: fx.GraphModule) -> list:
+    sites = []
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in _SDPA:
+            sites.append(_sdpa_site(node))
+        elif node.op == "call_function" and node.target in _MATMUL:
+            site = _eager_site(node)
+            if site is not None:
+                sites.append(site)
+    return sites
+
+
+# ------------------------------------------------------------------------------------------------ role rules
+
+def _norm_dim(d: int, ndim: int) -> int:
+    return d % ndim if ndim else 0
+
+
+def _broadcast_roles(node: fx.Node, inputs: list, roles: dict) -> tuple | None:
+    out = _shape(node)
+    if out is None:
+        return None
+    res = [None] * len(out)
+    for a in inputs:
+        sh = _shape(a)
+        r = roles.get(a)
+        if sh is None or r is None:
+            continue
+        off = len(out) - len(sh)
+        for i, role in enumerate(r):
+            if role is None:
+                continue
+            j = i + off
+            if not same_size(sh[i], out[j]):
+                continue  # a size-1 dim broadcast against something else
+            if res[j] not in (None, role):
+                return None
+            res[j] = role
+    return tuple(res)
+
+
+def _view_roles(in_shape, in_roles, out_shape) -> tuple | None:
+    """Map roles through a view by grouping dims of equal products. None: a role dim is mixed with others."""
+    res = [None] * len(out_shape)
+    i = j = 0
+    ni, no = len(in_shape), len(out_shape)
+    while i < ni or j < no:
+        gi, gj = [], []
+        pi = pj = 1
+        if i < ni:
+            gi.append(i); pi = in_shape[i]; i += 1
+        if j < no:
+            gj.append(j); pj = out_shape[j]; j += 1
+        while not same_size(pi, pj):
+            if (isinstance(pi, int) and isinstance(pj, int) and pi < pj) or (j >= no and i < ni):
+                if i >= ni:
+                    return None
+                gi.append(i); pi = pi * in_shape[i]; i += 1
+            elif j < no:
+                gj.append(j); pj = pj * out_shape[j]; j += 1
+            else:
+                return None
+        # absorb trailing size-1 dims into the group they follow
+        role_in = [in_roles[k] for k in gi if in_roles[k] is not None]
+        real_out = [k for k in gj if not same_size(out_shape[k], 1)]
+        real_in = [k for k in gi if not same_size(in_shape[k], 1)]
+        if not role_in:
+            continue
+        if len(real_in) == 1 and len(real_out) == 1:
+            res[real_out[0]] = in_roles[real_in[0]]
+        elif set(role_in) <= {B, T} and len(real_out) == 1 and [in_roles[k] for k in real_in] == [B, T]:
+            res[real_out[0]] = BT
+        elif role_in == [BT] and len(real_out) == 2 and len(real_in) == 1:
+            res[real_out[0]], res[real_out[1]] = B, T
+        else:
+            return None
+    return tuple(res)
+
+
+def _getitem_roles(node: fx.Node, base_roles: tuple, idx) -> tuple | str:
+    """Roles after basic indexing. Returns a reason string when the index is not a plain per-token view."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if any(isinstance(x, (fx.Node, torch.Tensor, list)) and not _is_symint_node(x) for x in idx):
+        return "advanced (tensor) indexing"
+    nd = len(base_roles)
+    n_real = sum(1 for x in idx if x is not None and x is not Ellipsis)
+    out, d = [], 0
+    for x in idx:
+        if x is Ellipsis:
+            for _ in range(nd - n_real):
+                out.append(base_roles[d]); d += 1
+        elif x is None:
+            out.append(None)
+        elif isinstance(x, slice):
+            if base_roles[d] == B and not (x.start in (None, 0) and x.stop is None and x.step in (None, 1)):
+                return "a slice of the batch axis"
+            out.append(base_roles[d]); d += 1
+        else:  # integer index removes the dim
+            if base_roles[d] is not None:
+                return f"integer index on the {'sequence' if base_roles[d] == T else 'batch'} axis"
+            d += 1
+    out.extend(base_roles[d:])
+    return tuple(out)
+
+
+def _is_symint_node(x) -> bool:
+    return isinstance(x, fx.Node) and isinstance(_val(x), torch.SymInt)
+
+
+def _dim_arg(node: fx.Node, pos: int, default=None):
+    if "dim" in node.kwargs:
+        return node.kwargs["dim"]
+    return node.args[pos] if len(node.args) > pos else default
+
+
+# ------------------------------------------------------------------------------------------------- analysis
+
+def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis) -> None:
+    graph = gm.graph
+    emb = [n for n in graph.nodes if n.op == "call_function" and n.target in _EMBEDDING]
+    for e in emb:
+        ids = e.args[0]
+        if isinstance(ids, fx.Node) and ids.op == "placeholder" and _shape(ids) is not None and len(_shape(ids)) == 2:
+            a.ids = ids
+            break
+    if a.ids is None:
+        raise Decline("no token-id input feeding an embedding was found (inputs_embeds or a non-LM graph)")
+    a.batch, a.seq = _shape(a.ids)
+    g = nx.DiGraph()
+    for n in graph.nodes:
+        for u in n.all_input_nodes:
+            g.add_edge(u, n)
+    mask_feeders: set = set()
+    for s in sites:
+        if isinstance(s.mask, fx.Node):
+            mask_feeders |= nx.ancestors(g, s.mask) | {s.mask}
+    qkv_feeders: set = set()
+    for s in sites:
+        for x in (s.q, s.k, s.v):
+            qkv_feeders |= nx.ancestors(g, x) | {x}
+    for p in graph.nodes:
+        if p.op != "placeholder" or p is a.ids:
+            continue
+        v = _val(p)
+        if not isinstance(v, torch.Tensor) or v.dim() != 2 or v.is_floating_point():
+            continue
+        if not (same_size(v.shape[1], a.seq) and (same_size(v.shape[0], a.batch) or same_size(v.shape[0], 1))):
+            continue
+        if p in mask_feeders and a.attention_mask is None:
+            a.attention_mask = p
+        elif p in qkv_feeders and a.position_ids is None:
+            a.position_ids = p
+    a.token_inputs = [x for x in (a.ids, a.attention_mask, a.position_ids) if x is not None]
+
+
+def _is_state(p: fx.Node, v) -> bool:
+    """Parameters and buffers (Dynamo names their placeholders after the module attribute path)."""
+    return isinstance(v, torch.nn.Parameter) or "_parameters_" in p.name or "_buffers_" in p.name
+
+
+def _mask_only_nodes(gm: fx.GraphModule, sites: list) -> set:
+    """Nodes whose every use leads only into attention masks (dropped once the mask is verified)."""
+    sinks = {s.mask for s in sites if isinstance(s.mask, fx.Node)}
+    site_nodes = {s.node for s in sites}
+    internal = set().union(*[s.internal for s in sites]) if sites else set()
+    only: set = set()
+    for n in reversed(list(gm.graph.nodes)):
+        if n.op in ("placeholder", "output"):
+            continue
+        users = list(n.users)
+        if not users:
+            continue
+        ok = True
+        for u in users:
+            if u in only:
+                continue
+            if u in internal and n in sinks:
+                continue
+            if u in site_nodes and n in sinks and n is not next(s for s in sites if s.node is u).q:
+                continue
+            ok = False
+            break
+        if ok:
+            only.add(n)
+    return only
+
+
+def analyze(gm: fx.GraphModule) -> GraphAnalysis:
+    a = GraphAnalysis()
+    try:
+        _analyze(gm, a)
+    except Decline as e:
+        a.reason = str(e)
+    return a
+
+
+def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
+    sites = find_attention_sites(gm)
+    if not sites:
+        raise Decline("the graph has no attention, so there is no shared prefix to compute once")
+    _find_inputs(gm, sites, a)
+    a.attention = sites
+    by_node = {s.node: s for s in sites}
+    internal = set().union(*[s.internal for s in sites])
+    mask_only = _mask_only_nodes(gm, sites)
+    roles, kind, space = a.roles, a.kind, a.space
+    first_boundary: dict = {}  # row node -> the earliest boundary reason among its packed ancestors
+
+    def is_packed(x):
+        return isinstance(x, fx.Node) and kind.get(x) == "packed"
+
+    def positional(x):
+        """A row value with a sequence axis but no batch axis of size B (e.g. arange(T), rotary tables)."""
+        r = roles.get(x)
+        return r is not None and T in r and B not in r and BT not in r
+
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            v = _val(n)
+            kind[n] = "row"
+            if n in a.token_inputs:
+                roles[n] = (B, T) if same_size(v.shape[0], a.batch) else (None, T)
+                kind[n] = "packed"  # gathered at the start of the packed graph
+                space[n] = 0
+            elif isinstance(v, torch.Tensor):
+                # per-row data (labels, masks, advantages): its batch axis, if any, is dim 0 of size B
+                r = [None] * v.dim()
+                if v.dim() >= 1 and same_size(v.shape[0], a.batch) and not _is_state(n, v):
+                    r[0] = B
+                    if v.dim() >= 2 and same_size(v.shape[1], a.seq):
+                        r[1] = T
+                roles[n] = tuple(r)
+            continue
+        if n.op == "output":
+            continue
+        if n in mask_only:
+            kind[n] = "mask"
+            continue
+        if n in internal:
+            kind[n] = "internal"
+            continue
+        ins = n.all_input_nodes
+        packed_ins = [x for x in ins if is_packed(x)]
+        if n in by_node:
+            s = by_node[n]
+            bad = [x for x in (s.q, s.k, s.v) if not is_packed(x)]
+            if bad:
+                why = next((first_boundary[x] for x in bad if x in first_boundary), None)
+                raise Decline(why or f"attention {_node_desc(n)} has inputs that are not per-token")
+            if any(roles.get(x) is None or len(roles[x]) != 4 or roles[x][2] != T or roles[x][0] not in (B, None)
+                   for x in (s.q, s.k, s.v)):
+                raise Decline(f"attention {_node_desc(n)} does not take [batch, heads, seq, dim] inputs")
+            if len({space[x] for x in (s.q, s.k, s.v)}) != 1 or space[s.q] != 0:
+                raise Decline(f"attention {_node_desc(n)} mixes sliced and whole sequences")
+            kind[n], roles[n], space[n] = "packed", roles[s.q][:3] + (None,), 0
+            continue
+        # roles of the output, from the op
+        r = _infer_roles(n, roles, a)
+        if not packed_ins:
+            kind[n] = "row"
+            roles[n] = r if isinstance(r, tuple) else None
+            carried = [first_boundary[x] for x in ins if x in first_boundary]
+            if carried:
+                first_boundary[n] = carried[0]
+            continue
+        # token-dependent node: decide whether it stays packed
+        why = None
+        if isinstance(r, str):
+            why = r
+        elif r is None:
+            why = "cannot follow the sequence axis through it"
+        spaces = {space[x] for x in packed_ins}
+        if why is None and len(spaces) > 1:
+            why = "it combines values sliced differently along the sequence axis"
+        if why is None:
+            for x in ins:
+                if is_packed(x) or kind.get(x) == "mask":
+                    continue
+                rx = roles.get(x)
+                if rx and any(role in (B, BT) for role in rx):
+                    why = f"it combines shared activations with the per-row value `{x.name}`"
+                    break
+                if rx and T in rx and not positional(x):
+                    why = f"it combines shared activations with the per-row value `{x.name}`"
+                    break
+        if why is None and isinstance(r, tuple):
+            kind[n], roles[n] = "packed", r
+            sl = _seq_slice(n, roles, a)
+            if sl is not None and spaces != {0}:
+                why = "it slices the sequence axis of an already sliced value"
+            elif sl is not None:
+                a.slices.append(SliceSite(n, sl[0], sl[1], len(a.slices) + 1))
+                space[n] = len(a.slices)
+            else:
+                space[n] = spaces.pop()
+            if why is None:
+                continue
+        kind[n] = "row"
+        roles[n] = r if isinstance(r, tuple) else None
+        reason = f"{_node_desc(n)}: {why}"
+        a.boundaries[n] = reason
+        first_boundary[n] = reason
+
+
+def _seq_slice(n: fx.Node, roles: dict, a: GraphAnalysis):
+    """(start, stop) when ``n`` slices part of the sequence axis of a packed value, else None."""
+    if not (n.op == "call_function" and n.target is operator.getitem):
+        return None
+    base, idx = n.args
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    br = roles.get(base)
+    if br is None or T not in br:
+        return None
+    tdim = br.index(T)
+    nd = len(br)
+    n_real = sum(1 for x in idx if x is not None and x is not Ellipsis)
+    d = 0
+    for x in idx:
+        if x is Ellipsis:
+            d += nd - n_real
+            continue
+        if x is None:
+            continue
+        if d == tdim:
+            if not isinstance(x, slice):
+                return None
+            if x.step not in (None, 1):
+                raise Decline(f"{_node_desc(n)} slices the sequence axis with a step")
+            start, stop = x.start, x.stop
+            for v in (start, stop):
+                if v is not None and not isinstance(v, int):
+                    raise Decline(f"{_node_desc(n)} slices the sequence axis at a symbolic position")
+            seq = a.seq if isinstance(a.seq, int) else None
+            if seq is None and (start not in (None, 0) and start >= 0) and stop is None:
+                return (start, 2**62)
+            if (start in (None, 0)) and stop is None:
+                return None
+            if seq is not None:
+                s0, s1, _ = slice(start, stop).indices(seq)
+                if s0 == 0 and s1 == seq:
+                    return None
+            return (0 if start is None else start, 2**62 if stop is None else stop)
+        d += 1
+    return None
+
+
+def _infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
+    """Roles of ``n``'s output, a reason string if ``n`` is not per-token, or None if unknown."""
+    name = op_name(n)
+    ins = n.all_input_nodes
+    out_shape = _shape(n)
+    if n.op == "call_function" and n.target is torch.arange:
+        args = [x for x in n.args]
+        if len(args) == 1 and out_shape is not None:
+            if same_size(out_shape[0], a.seq):
+                return (T,)
+            if same_size(out_shape[0], a.batch):
+                return (B,)
+        return (None,) * len(out_shape) if out_shape is not None else None
+    if not any(roles.get(x) and any(r is not None for r in roles[x]) for x in ins):
+        return (None,) * len(out_shape) if out_shape is not None else ()
+    if n.op == "call_function" and n.target in _EMBEDDING:
+        return roles[n.args[0]] + (None,)
+    if n.op == "call_function" and n.target in _LINEAR:
+        if any(roles.get(x) and any(roles[x]) for x in n.args[1:] if isinstance(x, fx.Node)):
+            return "a linear layer whose weight depends on the tokens"
+        return roles[n.args[0]][:-1] + (None,)
+    if n.op == "call_function" and n.target in _MATMUL:
+        x, w = n.args
+        if isinstance(w, fx.Node) and roles.get(w) and any(roles[w]):
+            return "a matmul between two token-dependent tensors (token mixing)"
+        rx = roles[x]
+        if rx[-1] is not None:
+            return "a matmul that contracts the sequence axis"
+        return rx[:-1] + (None,) if len(_shape(w)) >= 2 else rx[:-1]
+    if n.op == "call_function" and n.target is torch.cat:
+        tensors = n.args[0]
+        dim = _dim_arg(n, 1, 0)
+        ref = next((roles[x] for x in tensors if isinstance(x, fx.Node) and roles.get(x) and any(roles[x])), None)
+        if ref is None:
+            return None
+        if ref[_norm_dim(dim, len(ref))] is not None:
+            return "concatenation along the sequence or batch axis"
+        return _broadcast_roles(n, list(tensors), roles)
+    if n.op == "call_function" and n.target is operator.getitem:
+        base, idx = n.args
+        if isinstance(_val(base), (tuple, list)):
+            return None
+        return _getitem_roles(n, roles[base], idx)
+    if n.op == "call_function" and n.target in _DROPOUT:
+        p = n.kwargs.get("p", n.args[1] if len(n.args) > 1 else 0.5)
+        training = n.kwargs.get("training", n.args[2] if len(n.args) > 2 else True)
+        if training and p:
+            return f"dropout is active in train mode (p={p}); dropout is random per row"
+        return roles[n.args[0]]
+    base = n.args[0] if n.args else None
+    br = roles.get(base) if isinstance(base, fx.Node) else None
+    if name in ("transpose", "swapaxes") and br is not None:
+        d0, d1 = (_norm_dim(d, len(br)) for d in n.args[1:3])
+        r = list(br)
+        r[d0], r[d1] = r[d1], r[d0]
+        return tuple(r)
+    if name == "permute" and br is not None:
+        dims = n.args[1] if len(n.args) == 2 and isinstance(n.args[1], (tuple, list)) else n.args[1:]
+        return tuple(br[_norm_dim(d, len(br))] for d in dims)
+    if name == "unsqueeze" and br is not None:
+        d = _norm_dim(_dim_arg(n, 1), len(br) + 1)
+        return br[:d] + (None,) + br[d:]
+    if name == "squeeze" and br is not None:
+        return _view_roles(_shape(base), br, out_shape)
+    if name in _VIEW_NAMES and br is not None:
+        r = _view_roles(_shape(base), br, out_shape)
+        return r if r is not None else "a reshape that mixes the sequence axis with other dimensions"
+    if name in _EXPAND_NAMES and br is not None:
+        off = len(out_shape) - len(br)
+        return (None,) * off + tuple(
+            role if role is None or same_size(_shape(base)[i], out_shape[i + off]) else None
+            for i, role in enumerate(br))
+    if name in _REDUCE_NAMES and br is not None:
+        dim = _dim_arg(n, 1)
+        if dim is None:
+            return "a reduction over all dimensions, including the sequence axis"
+        dims = [dim] if isinstance(dim, int) else list(dim)
+        dims = [_norm_dim(d, len(br)) for d in dims]
+        if any(br[d] is not None for d in dims):
+            return f"a reduction (`{name}`) over the sequence or batch axis"
+        keep = n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False)
+        if isinstance(_val(n), (tuple, list)):
+            return None
+        return tuple((None if i in dims else role) for i, role in enumerate(br) if keep or i not in dims)
+    if name in _ALONG_DIM_NAMES and br is not None:
+        dim = _dim_arg(n, 1)
+        if dim is None or br[_norm_dim(dim, len(br))] is not None:
+            return f"`{name}` along the sequence or batch axis (token mixing)"
+        return br
+    if name == "gather" and br is not None:
+        dim = _norm_dim(_dim_arg(n, 1), len(br))
+        if br[dim] is not None:
+            return "a gather along the sequence or batch axis"
+        return "a gather along the vocabulary with per-row indices"  # the rewrite turns it into an indexed replay
+    if name in _ELEMENTWISE_NAMES or (n.op == "call_function" and n.target in (
+            torch.rsqrt, torch.sqrt, torch.exp, torch.tanh, torch.sigmoid, torch.where, torch.neg)):
+        tensor_ins = [x for x in list(n.args) + list(n.kwargs.values()) if isinstance(x, fx.Node)]
+        return _broadcast_roles(n, tensor_ins, roles)
+    return f"an op the analysis does not know ({name}) on the sequence axis"

@@ -1,0 +1,308 @@
+"""The ``replay`` torch.compile backend: trace -> analysis -> rewrite -> per-call plan -> inner compiler.
+
+Registered through the ``torch_dynamo_backends`` entry point, so ``torch.compile(m, backend="replay")`` works
+without importing this package. For each Dynamo graph it runs the sequence-axis analysis; a graph it cannot
+prove safe runs through the inner compiler unchanged (results equal eager) and the reason is logged once. A
+graph it can pack is rewritten once; each call then builds the batch's prefix tree from the actual token
+inputs and runs the packed graph, compiled with dynamic shapes so the packed length may change every call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.fx as fx
+
+from replaycompile.passes.analysis import Decline, GraphAnalysis, analyze
+from replaycompile.passes.rewrite import PackedGraph, rewrite
+
+from .plan import ReplayPlan, build_plan
+
+log = logging.getLogger("replaycompile")
+
+# Break-even measured with bench/replay_bench.py's sharing sweep (see README): below about this many tokens
+# saved per batch the plan and the extra indexing cost more than they save.
+DEFAULT_MIN_SHARED_TOKENS = 64
+# The attention mask of a graph is verified numerically (a B x T x T evaluation) for each new input shape.
+MAX_MASK_PROBE_ELEMENTS = 1 << 28
+
+_OPTIONS: dict[str, tuple] = {
+    "mode": ("exact", "detach_prefix"),
+    "attention": ("auto", "torch", "triton"),
+    "inner": ("inductor", "aot_eager"),
+    "min_shared_tokens": None,  # a non-negative int
+}
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    mode: str = "exact"
+    attention: str = "auto"
+    inner: str = "inductor"
+    min_shared_tokens: int = DEFAULT_MIN_SHARED_TOKENS
+
+
+def parse_options(options: dict | None) -> ReplayOptions:
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValueError(f"replay backend: unknown option(s) {unknown}; valid options are {sorted(_OPTIONS)}")
+    for key, allowed in _OPTIONS.items():
+        if key in options and allowed is not None and options[key] not in allowed:
+            raise ValueError(f"replay backend: option {key}={options[key]!r} is not one of {list(allowed)}")
+    mst = options.get("min_shared_tokens", DEFAULT_MIN_SHARED_TOKENS)
+    if isinstance(mst, bool) or not isinstance(mst, int) or mst < 0:
+        raise ValueError(f"replay backend: option min_shared_tokens={mst!r} must be a non-negative int")
+    if options.get("attention") == "triton":
+        raise NotImplementedError(
+            "replay backend: attention='triton' needs the Triton block-sparse kernels, which are not built yet; "
+            "use attention='auto' or 'torch' (the CPU/PyTorch tree-attention path)")
+    return ReplayOptions(**options)
+
+
+# ---------------------------------------------------------------------------------------------------- stats
+
+_local = threading.local()
+_stats_lock = threading.Lock()
+_last_stats: dict | None = None
+_logged_reasons: set = set()
+
+
+def last_stats() -> dict | None:
+    """A dict describing the most recent call of a replay-compiled graph (None before the first call)."""
+    with _stats_lock:
+        return None if _last_stats is None else dict(_last_stats)
+
+
+def _record(stats: dict) -> None:
+    global _last_stats
+    with _stats_lock:
+        _last_stats = stats
+
+
+def _log_once(reason: str) -> None:
+    if reason not in _logged_reasons:
+        _logged_reasons.add(reason)
+        log.warning("replay: not applied: %s", reason)
+
+
+# ---------------------------------------------------------------------------------------------- inner compile
+
+def _inner_backend(name: str):
+    if name == "inductor":
+        from torch._inductor.compile_fx import compile_fx
+        return compile_fx
+    from torch._dynamo.backends.debugging import aot_eager
+    return aot_eager
+
+
+class _CountingBackend:
+    """The inner compiler, counting how often it compiled (recompiles of the packed graph)."""
+
+    def __init__(self, name: str):
+        self.fn = _inner_backend(name)
+        self.compiles = 0
+
+    def __call__(self, gm, example_inputs):
+        self.compiles += 1
+        return self.fn(gm, example_inputs)
+
+
+# ------------------------------------------------------------------------------------------------ mask probe
+
+def _mask_module(gm: fx.GraphModule, masks: list) -> fx.GraphModule:
+    """A module computing just the attention masks from the graph's inputs."""
+    g = fx.Graph()
+    env: dict = {}
+    needed: set = set()
+    stack = list(masks)
+    while stack:
+        n = stack.pop()
+        if n in needed:
+            continue
+        needed.add(n)
+        stack.extend(n.all_input_nodes)
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            env[n] = g.placeholder(n.name)
+        elif n in needed:
+            env[n] = g.node_copy(n, lambda x: env[x])
+            env[n].meta = {}
+    g.output(tuple(env[m] for m in masks))
+    return fx.GraphModule(gm, g)
+
+
+def _visible(mask: torch.Tensor) -> torch.Tensor | None:
+    if mask.dtype == torch.bool:
+        return mask
+    if mask.is_floating_point():
+        ok = (mask == 0) | (mask <= torch.finfo(mask.dtype).min / 2)
+        if not bool(ok.all()):
+            return None  # an additive bias (ALiBi, soft masks): not a visibility pattern
+        return mask == 0
+    return None
+
+
+def _causal_padding(am: torch.Tensor) -> torch.Tensor:
+    t = am.shape[1]
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    return causal[None] & am.bool()[:, None, :]
+
+
+def _shared_tokens(plan: ReplayPlan) -> torch.Tensor:
+    """bool [N]: packed tokens that more than one row contains (detach_prefix cuts their gradient)."""
+    s = plan.scatter_index.reshape(-1)
+    s = s[s < plan.num_packed]
+    return torch.bincount(s, minlength=plan.num_packed) >= 2
+
+
+# ------------------------------------------------------------------------------------------------ the graph
+
+class ReplayGraph:
+    """One Dynamo graph under the replay backend: analysis and rewrite done once, a plan per call."""
+
+    def __init__(self, gm: fx.GraphModule, example_inputs: list, opts: ReplayOptions):
+        self.gm = gm
+        self.example_inputs = example_inputs
+        self.opts = opts
+        self._plain: Callable | None = None
+        self._packed: Callable | None = None
+        self._inner = _CountingBackend(opts.inner)
+        self.calls = 0
+        self.analysis: GraphAnalysis = analyze(gm)
+        self.reason = self.analysis.reason
+        self.packed: PackedGraph | None = None
+        self._probed: set = set()
+        self._mask_gm = None
+        if self.reason is None:
+            try:
+                self.packed = rewrite(gm, self.analysis, detach_prefix=opts.mode == "detach_prefix")
+            except Decline as e:
+                self.reason = str(e)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self._pos = {n: i for i, n in enumerate(placeholders)}
+        if self.reason is not None:
+            _log_once(self.reason)
+        else:
+            masks = [s.mask for s in self.analysis.attention if s.mask is not None]
+            if masks:
+                self._mask_gm = _mask_module(gm, masks)
+
+    # -- the two ways to run it
+    def plain(self, *args):
+        if self._plain is None:
+            self._plain = self._inner(self.gm, self.example_inputs)
+        return self._plain(*args)
+
+    def _packed_fn(self):
+        if self._packed is None:
+            self._packed = torch.compile(self.packed.gm, backend=self._inner, dynamic=True)
+        return self._packed
+
+    def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args) -> None:
+        ids = args[self._pos[self.analysis.ids]] if self.analysis.ids is not None else None
+        am = args[self._pos[self.analysis.attention_mask]] if self.analysis.attention_mask is not None else None
+        rows = int(ids.shape[0]) if ids is not None else None
+        tokens_in = plan.tokens_in if plan is not None else (
+            int(am.sum()) if am is not None else (ids.numel() if ids is not None else None))
+        _record({
+            "applied": applied,
+            "rows": rows,
+            "tokens_in": tokens_in,
+            "tokens_computed": plan.num_packed if applied else (ids.numel() if ids is not None else None),
+            "fallback_reason": reason,
+            "recompiles": max(self._inner.compiles - 1, 0),
+            "mode": self.opts.mode,
+        })
+
+    def _fallback(self, reason: str, args, plan=None, log_it=True):
+        if log_it:
+            _log_once(reason)
+        self._stats(False, reason, plan, args)
+        return self.plain(*args)
+
+    def _check_masks(self, args, am) -> str | None:
+        """Verify numerically that every attention mask is causal-and-padding for this input shape."""
+        if self._mask_gm is None:
+            return None
+        ids = args[self._pos[self.analysis.ids]]
+        key = tuple(ids.shape)
+        if key in self._probed:
+            return None
+        b, t = ids.shape
+        if b * t * t > MAX_MASK_PROBE_ELEMENTS:
+            return (f"sequence length {t} x batch {b} is too large to verify the model's attention mask "
+                    f"({b * t * t} elements > {MAX_MASK_PROBE_ELEMENTS})")
+        probes = [am] if am is not None else [None]
+        if am is not None:
+            gen = torch.Generator().manual_seed(0)
+            lens = torch.randint(1, t + 1, (b,), generator=gen)
+            left = (torch.arange(t)[None] >= (t - lens)[:, None]).to(am.dtype)
+            right = (torch.arange(t)[None] < lens[:, None]).to(am.dtype)
+            probes += [left, right]
+        with torch.no_grad():
+            for probe in probes:
+                call = list(args)
+                if probe is not None:
+                    call[self._pos[self.analysis.attention_mask]] = probe
+                outs = self._mask_gm(*call)
+                ref = _causal_padding(probe if probe is not None else torch.ones(b, t, dtype=torch.long))
+                qvalid = (probe if probe is not None else torch.ones(b, t)).bool()
+                for site, m in zip([s for s in self.analysis.attention if s.mask is not None], outs):
+                    vis = _visible(m)
+                    if vis is None:
+                        return (f"attention at node `{site.node.name}` adds a bias to its scores (not a 0/-inf "
+                                f"mask), which packing cannot preserve")
+                    vis = vis.expand(b, vis.shape[1], t, t) if vis.dim() == 4 else None
+                    if vis is None:
+                        return f"attention mask at node `{site.node.name}` is not [batch, heads, q, k]"
+                    ok = (vis == ref[:, None]) | ~qvalid[:, None, :, None]
+                    if not bool(ok.all()):
+                        return (f"attention mask at node `{site.node.name}` is not causal-with-padding "
+                                f"(a sliding window that crosses a branch point, a bidirectional prefix or a "
+                                f"custom mask); shared prefixes cannot be computed once")
+        self._probed.add(key)
+        return None
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.reason is not None:
+            return self._fallback(self.reason, args, log_it=False)
+        a = self.analysis
+        ids = args[self._pos[a.ids]]
+        am = args[self._pos[a.attention_mask]] if a.attention_mask is not None else None
+        pos = args[self._pos[a.position_ids]] if a.position_ids is not None else None
+        why = self._check_masks(args, am)
+        if why is not None:
+            self.reason = why
+            return self._fallback(why, args)
+        plan = build_plan(ids, am, pos)
+        saved = plan.tokens_in - plan.num_packed
+        if plan.num_packed == 0:
+            return self._fallback("the batch has no unpadded tokens", args, plan, log_it=False)
+        if saved < self.opts.min_shared_tokens:
+            why = (f"the batch shares {saved} tokens, fewer than min_shared_tokens="
+                   f"{self.opts.min_shared_tokens}; running it unpacked")
+            log.info("replay: %s", why)
+            return self._fallback(why, args, plan, log_it=False)
+        dev = ids.device
+        extra = [plan.gather_index, plan.columns, plan.scatter_index, plan.subtree_end, plan.seg_q,
+                 plan.seg_kv_ptr, plan.kv_ranges]
+        if self.packed.detach_prefix:
+            extra.append(_shared_tokens(plan))
+        for start, stop in self.packed.slices:
+            extra.extend(plan.select_columns(start, stop))
+        extra = [x.to(dev) for x in extra]
+        out = self._packed_fn()(*args, *extra)
+        self._stats(True, None, plan, args)
+        return out
+
+
+def replay(gm: fx.GraphModule, example_inputs: list, options: dict | None = None, **kwargs: Any):
+    """The backend function (entry point ``torch_dynamo_backends: replay``)."""
+    opts = parse_options({**(options or {}), **kwargs})
+    return ReplayGraph(gm, example_inputs, opts)

@@ -1,0 +1,67 @@
+"""The indexing ops the rewrite inserts into packed graphs.
+
+They are plain torch code (traced by the inner compiler). ``replay`` is where shared work is undone for the
+forward and folded for the backward: an index_select whose gradient is a scatter-add, so every branch's
+gradient of a shared token lands on the one packed row that computed it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def gather_tokens(x: torch.Tensor, gather_index: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+    """[B, T] (or [1, T]) token input -> [1, N] values of the packed tokens."""
+    if x.shape[0] == 1:
+        return x[0].index_select(0, columns).unsqueeze(0)
+    return x.reshape(-1).index_select(0, gather_index).unsqueeze(0)
+
+
+def pack_positional(x: torch.Tensor, tdim: int, columns: torch.Tensor) -> torch.Tensor:
+    """A tensor that depends on the column only (arange(T), rotary tables) -> its values at packed tokens."""
+    return x.index_select(tdim, columns)
+
+
+def replay(x: torch.Tensor, scatter: torch.Tensor, bdim: int | None, tdim: int) -> torch.Tensor:
+    """Packed ``x`` (size 1 at ``bdim``, N at ``tdim``; bdim None: ``tdim`` is a flattened B*T axis) -> the
+    original layout, with B and T where ``x`` had them. Padded positions (scatter == N) come back as zeros."""
+    n = x.shape[tdim]
+    valid = scatter < n
+    idx = scatter.clamp(max=n - 1)
+    if bdim is None:  # flattened batch*sequence axis
+        rows = x.movedim(tdim, 0)
+        out = rows.index_select(0, idx.reshape(-1))
+        out = torch.where(valid.reshape((-1,) + (1,) * (out.dim() - 1)), out, out.new_zeros(()))
+        return out.movedim(0, tdim)
+    rest = [d for d in range(x.dim()) if d != bdim and d != tdim]
+    rows = x.permute([tdim, bdim] + rest)[:, 0]           # [N, *rest]
+    out = rows.index_select(0, idx.reshape(-1)).view(tuple(scatter.shape) + tuple(rows.shape[1:]))
+    out = torch.where(valid.view(tuple(scatter.shape) + (1,) * (rows.dim() - 1)), out, out.new_zeros(()))
+    # out is [B, T, *rest]: put B and T back where x had them
+    perm = [0] * x.dim()
+    order = {bdim: 0, tdim: 1}
+    order.update({d: i + 2 for i, d in enumerate(rest)})
+    for d in range(x.dim()):
+        perm[d] = order[d]
+    return out.permute(perm)
+
+
+def replay_gather(x: torch.Tensor, scatter: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``replay(x).gather(-1, index)`` without materialising the replayed [B, T, V] tensor.
+
+    x is packed [1, N, V]; index is per-row [B, K, j]; scatter [B, K]. The gradient is an index_put with
+    accumulation into [N, V]: the vocabulary projection and log-softmax run on packed tokens only."""
+    n = x.shape[1]
+    rows = x[0]
+    valid = (scatter < n).unsqueeze(-1)
+    idx = scatter.clamp(max=n - 1).unsqueeze(-1).expand_as(index)
+    out = rows[idx, index]
+    return torch.where(valid, out, out.new_zeros(()))
+
+
+def detach_rows(x: torch.Tensor, shared: torch.Tensor, tdim: int) -> torch.Tensor:
+    """detach_prefix mode: shared tokens carry no gradient (LongStraw's approximation)."""
+    shape = [1] * x.dim()
+    shape[tdim] = -1
+    m = shared.view(shape)
+    return torch.where(m, x.detach(), x)

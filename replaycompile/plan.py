@@ -1,0 +1,228 @@
+"""Prefix-tree plan for one batch of rollout rows.
+
+RL rollout batches repeat themselves: G completions of one prompt share the
+prompt, and completions that branch again share their stem.  A causal model's
+hidden state at (b, t) depends only on the tokens at columns <= t, so two rows
+that agree on every (input id, mask bit, position id) up to column t have the
+same activations there.  The plan names each distinct real prefix node of the
+batch once ("packed tokens"), so the compiled graph runs every shared prefix a
+single time and scatters results back to the [B, T] layout.
+
+Packed order is a DFS preorder of the trie, obtained by sorting rows
+lexicographically and letting each sorted row contribute only the columns past
+its longest common prefix with the previous row.  Preorder makes every subtree
+a contiguous packed range, which gives attention a two-integer visibility rule
+(``subtree_end``) and a block form (segments and their ancestor ``kv_ranges``)
+that kernels can iterate without materialising an [N, N] mask.
+
+Everything is built with [B, T] tensor ops on CPU int64; the only Python work
+is sorting the B row keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["ReplayPlan", "build_plan"]
+
+
+@dataclass(frozen=True, eq=False)
+class ReplayPlan:
+    """Packed layout of one batch.  See the module docstring.
+
+    ``eq=False``: field-wise ``==`` on tensors is ambiguous, so plans compare
+    (and hash) by identity.
+    """
+
+    batch_size: int
+    seq_len: int
+    num_packed: int
+    tokens_in: int
+    gather_index: torch.Tensor  # [N] flat b*T+t of one occurrence of each packed token
+    columns: torch.Tensor  # [N] column of each packed token
+    scatter_index: torch.Tensor  # [B, T] packed index of (b, t); N for pads
+    subtree_end: torch.Tensor  # [N] key k visible to q iff k <= q < subtree_end[k]
+    seg_q: torch.Tensor  # [S, 2] (q_start, q_end) of each segment
+    seg_kv_ptr: torch.Tensor  # [S+1] CSR pointer into kv_ranges
+    kv_ranges: torch.Tensor  # [R, 2] ancestor ranges then the own (causal) range
+
+    @property
+    def num_segments(self) -> int:
+        return int(self.seg_q.shape[0])
+
+    def select_columns(self, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Columns [start, stop) of every row, python slice semantics.
+
+        Returns ``(subset_index, subset_scatter)``: the sorted unique packed
+        indices [M] of real tokens in those columns, and for each (b, t) of
+        the slice [B, K] the position of its token in ``subset_index`` (M for
+        padded positions).
+        """
+        sub = self.scatter_index[:, slice(start, stop)]
+        if sub.numel() == 0:
+            return (
+                torch.empty(0, dtype=torch.int64),
+                torch.empty(sub.shape, dtype=torch.int64),
+            )
+        uniq, inv = torch.unique(sub, sorted=True, return_inverse=True)
+        # Pads carry N, the largest value, so they land on the last unique
+        # slot; dropping it makes their inverse index exactly M.
+        if int(uniq[-1]) == self.num_packed:
+            uniq = uniq[:-1]
+        return uniq.to(torch.int64), inv.to(torch.int64).reshape(sub.shape)
+
+
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def _as_2d(name: str, x, allow_bool: bool) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        x = torch.as_tensor(x)
+    if x.dim() != 2:
+        raise ValueError(f"{name} must be 2-D [B, T], got shape {tuple(x.shape)}")
+    ok = x.dtype in _INT_DTYPES or (allow_bool and x.dtype == torch.bool)
+    if not ok:
+        kinds = "integer or bool" if allow_bool else "integer"
+        raise ValueError(
+            f"{name} must have an {kinds} dtype, got {x.dtype} (shape {tuple(x.shape)})"
+        )
+    return x.detach().to("cpu", torch.int64)
+
+
+def _validate(input_ids, attention_mask, position_ids):
+    ids = _as_2d("input_ids", input_ids, allow_bool=False)
+    B, T = ids.shape
+    if B < 1 or T < 1:
+        raise ValueError(f"input_ids must have B >= 1 and T >= 1, got shape {(B, T)}")
+
+    if attention_mask is None:
+        mask = torch.ones(B, T, dtype=torch.int64)
+    else:
+        mask = _as_2d("attention_mask", attention_mask, allow_bool=True)
+        if tuple(mask.shape) != (B, T):
+            raise ValueError(
+                f"attention_mask shape {tuple(mask.shape)} does not match "
+                f"input_ids shape {(B, T)}"
+            )
+        if not bool(((mask == 0) | (mask == 1)).all()):
+            raise ValueError(
+                f"attention_mask (shape {tuple(mask.shape)}) must contain only 0 and 1"
+            )
+
+    if position_ids is None:
+        pos = torch.arange(T, dtype=torch.int64).expand(B, T)
+    else:
+        pos = _as_2d("position_ids", position_ids, allow_bool=False)
+        if tuple(pos.shape) not in ((B, T), (1, T)):
+            raise ValueError(
+                f"position_ids shape {tuple(pos.shape)} must be {(B, T)} or {(1, T)} "
+                f"to match input_ids"
+            )
+        pos = pos.expand(B, T)
+    return ids, mask, pos
+
+
+def build_plan(input_ids, attention_mask=None, position_ids=None) -> ReplayPlan:
+    """Build the prefix-tree plan of one batch (see module docstring)."""
+    ids, mask, pos = _validate(input_ids, attention_mask, position_ids)
+    B, T = ids.shape
+    i64 = torch.int64
+
+    # [B, T, 3]: (id, mask, pos) is the per-column sharing key.
+    key = torch.stack((ids, mask, pos), dim=2)
+
+    # Interleaving the three fields makes Python list comparison exactly the
+    # lexicographic order on per-column key tuples; sorted() is stable, so
+    # identical rows keep batch order.
+    rows = key.reshape(B, 3 * T).tolist()
+    perm = torch.tensor(sorted(range(B), key=rows.__getitem__), dtype=i64)
+
+    # index_select/masked_select/index_copy_ rather than advanced indexing
+    # throughout: on small CPU tensors the latter goes through a parallel
+    # TensorIterator path that costs ~8 ms per call when OpenMP has >1 thread.
+    skey = key.index_select(0, perm)
+    real = mask.index_select(0, perm).bool()  # sorted-row order from here on
+    cols = torch.arange(T, dtype=i64)
+    rows_ar = torch.arange(B, dtype=i64)
+
+    # lcp[i]: common prefix length with sorted row i-1 (0 for the first row).
+    lcp = torch.zeros(B, dtype=i64)
+    if B > 1:
+        diff = (skey[1:] != skey[:-1]).any(dim=2)
+        first = diff.to(torch.int8).argmax(dim=1)  # first True (argmax picks the first max)
+        lcp[1:] = torch.where(diff.any(dim=1), first, torch.full_like(first, T))
+
+    # Each sorted row owns its real tokens past the lcp; row-major order of
+    # these is the trie's DFS preorder.
+    # branched[j, t]: lcp[j] <= t, row j has left its predecessor by column t.
+    branched = cols[None, :] >= lcp[:, None]
+    contrib = branched & real
+    packed_of = contrib.reshape(-1).cumsum(0).sub_(1).reshape(B, T)
+    row_count = contrib.sum(dim=1)
+    row_start = torch.zeros(B + 1, dtype=i64)
+    row_start[1:] = row_count.cumsum(0)
+    N = int(row_start[-1])
+
+    # owner(i, t): the sorted row whose contribution holds node (i, t), i.e.
+    # the last row j <= i that branched at or before column t.  lcp[0] = 0
+    # guarantees one exists.
+    owner = torch.where(branched, rows_ar[:, None], torch.full((B, T), -1, dtype=i64))
+    owner = owner.cummax(dim=0).values
+
+    scatter_sorted = torch.where(real, packed_of.gather(0, owner), torch.full((B, T), N, dtype=i64))
+    scatter_index = torch.empty(B, T, dtype=i64).index_copy_(0, perm, scatter_sorted)
+
+    # The subtree of node (i, t) runs to the start of the first later row
+    # that branches at or before t; later rows in between all sit below it.
+    nxt = torch.where(branched, rows_ar[:, None], torch.full((B, T), B, dtype=i64))
+    nxt = nxt.flip(0).cummin(dim=0).values.flip(0)
+    nxt = torch.cat((nxt[1:], torch.full((1, T), B, dtype=i64)), dim=0)
+    subtree_end = row_start.index_select(0, nxt.reshape(-1)).reshape(B, T).masked_select(contrib)
+
+    gather_index = (perm[:, None] * T + cols[None, :]).masked_select(contrib)
+    columns = cols.expand(B, T).masked_select(contrib)
+
+    # Segments: one per sorted row with a non-empty contribution.
+    seg_rows = torch.nonzero(row_count > 0).reshape(-1)
+    seg_q = torch.stack(
+        (row_start.index_select(0, seg_rows), row_start.index_select(0, seg_rows + 1)), dim=1
+    )
+
+    # A row's shared prefix lies in earlier rows' contributions; anc[i, j]
+    # counts how many of row i's real ancestors live in row j.  Because rows
+    # are contiguous in packed order and owner is nondecreasing in t, those
+    # ancestors are a prefix of row j's range.
+    shared = (~branched) & real
+    flat = (rows_ar[:, None] * B + owner).masked_select(shared)
+    anc = torch.bincount(flat, minlength=B * B).reshape(B, B)
+
+    anc_seg = anc.index_select(0, seg_rows)  # [S, B]
+    s_idx, j_idx = torch.nonzero(anc_seg, as_tuple=True)
+    n_anc = anc_seg.reshape(-1).index_select(0, s_idx * B + j_idx)
+    anc_start = row_start.index_select(0, j_idx)
+    anc_rng = torch.stack((anc_start, anc_start + n_anc), dim=1)
+    S = seg_rows.numel()
+    # Sort key places a segment's ancestors (j < own row) in packed order, then its own range.
+    order_key = torch.cat((s_idx * (B + 1) + j_idx, torch.arange(S, dtype=i64) * (B + 1) + B))
+    all_rng = torch.cat((anc_rng, seg_q), dim=0)
+    kv_ranges = all_rng.index_select(0, torch.argsort(order_key)).reshape(-1, 2)
+
+    per_seg = (anc_seg > 0).sum(dim=1) + 1
+    seg_kv_ptr = torch.zeros(S + 1, dtype=i64)
+    seg_kv_ptr[1:] = per_seg.cumsum(0)
+
+    return ReplayPlan(
+        batch_size=B,
+        seq_len=T,
+        num_packed=N,
+        tokens_in=int(mask.sum()),
+        gather_index=gather_index,
+        columns=columns,
+        scatter_index=scatter_index,
+        subtree_end=subtree_end,
+        seg_q=seg_q.reshape(-1, 2),
+        seg_kv_ptr=seg_kv_ptr,
+        kv_ranges=kv_ranges,
+    )
