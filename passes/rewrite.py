@@ -140,10 +140,24 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
     out_node = next(x for x in old_nodes if x.op == "output")
     g.output(fx.node.map_arg(out_node.args[0], get_row))
     g.eliminate_dead_code()
-    new_gm = fx.GraphModule(gm, g)
+    new_gm = fx.GraphModule(_fresh_root(gm, g), g)
     new_gm.recompile()
     return PackedGraph(new_gm, [(s.start, s.stop) for s in a.slices], detach_prefix,
                        [f"rc_{p}" for p in PLAN_INPUTS])
+
+
+def _fresh_root(gm: fx.GraphModule, g: fx.Graph) -> torch.nn.Module:
+    """A plain root holding the graph's attributes: Dynamo does not trace again into a GraphModule that it
+    produced itself (its frames are skipped), so the packed graph must not inherit that class."""
+    root = torch.nn.Module()
+    for n in g.nodes:
+        if n.op == "get_attr":
+            obj, name = gm, n.target
+            for part in name.split("."):
+                obj = getattr(obj, part)
+            setattr(root, name.replace(".", "_"), obj)
+            n.target = name.replace(".", "_")
+    return root
 
 
 def _is_vocab_gather(n: fx.Node, a: GraphAnalysis) -> bool:

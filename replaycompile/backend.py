@@ -200,7 +200,14 @@ class ReplayGraph:
 
     def _packed_fn(self):
         if self._packed is None:
-            self._packed = torch.compile(self.packed.gm, backend=self._inner, dynamic=True)
+            gm = self.packed.gm
+
+            # Compile through a plain function: Dynamo does not trace into the forward of an FX GraphModule
+            # compiled directly here (it falls back to compiling each helper call as its own frame).
+            def run_packed(*args):
+                return gm(*args)
+
+            self._packed = torch.compile(run_packed, backend=self._inner, dynamic=True)
         return self._packed
 
     def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args) -> None:

@@ -1,0 +1,304 @@
+"""Tree attention over a packed prefix tree, as a torch custom op.
+
+A batch of rollout rows that share prefixes is packed into one sequence of N
+unique tokens in DFS preorder of their prefix tree. Each token must attend to
+itself and its ancestors only. The runtime plan describes that visibility two
+ways (both int64 CPU tensors):
+
+* ``subtree_end`` [N]: key k is visible to query q iff ``k <= q < subtree_end[k]``
+  (the specification; see ``tree_attention_reference``).
+* a segment CSR: ``seg_q`` [S, 2] splits [0, N) into runs of tokens that form a
+  chain; ``kv_ranges[seg_kv_ptr[s]:seg_kv_ptr[s+1]]`` are the key ranges segment
+  s sees: ancestor ranges (fully visible) followed by the segment's own range
+  (seen causally).
+
+The ops here use only the CSR, so work and memory are O(tokens x visible keys)
+and never an N x N mask: each segment is one dense attention call over its
+gathered ancestors + itself. On CPU that call is PyTorch's fused flash kernel
+(``_scaled_dot_product_flash_attention_for_cpu``), which also returns the
+log-sum-exp the backward needs. Where that kernel does not apply (other
+devices, head_dim != value_dim, odd dtypes) a chunked per-segment math path is
+used; CUDA gets dedicated Triton kernels later.
+
+``replaycompile::tree_attention`` returns (out, lse). Gradients flow to q, k
+and v through ``replaycompile::tree_attention_backward``; lse is marked
+non-differentiable (it is exported for diagnostics / merging, not for losses).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["tree_attention", "tree_attention_backward"]
+
+_FLASH_CPU = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+_FLASH_CPU_BWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+_FLASH_CPU_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
+
+# Query rows per block in the math fallback: bounds its temporary score
+# matrix to Hq x _MATH_CHUNK x visible_keys.
+_MATH_CHUNK = 512
+
+
+def _check_inputs(q: Tensor, k: Tensor, v: Tensor, subtree_end: Tensor, seg_q: Tensor) -> None:
+    torch._check(q.dim() == 4 and k.dim() == 4 and v.dim() == 4, lambda: "q, k, v must be 4-D [1, H, N, D]")
+    torch._check(q.shape[0] == 1 and k.shape[0] == 1 and v.shape[0] == 1, lambda: "batch dim must be 1 (packed)")
+    torch._check(q.shape[1] % k.shape[1] == 0 and k.shape[1] == v.shape[1], lambda: "bad GQA head counts")
+    torch._check(k.shape[2] == q.shape[2] and v.shape[2] == q.shape[2], lambda: "q, k, v token counts differ")
+    torch._check(q.shape[3] == k.shape[3], lambda: "q and k head dims differ")
+    torch._check(subtree_end.shape[0] == q.shape[2], lambda: "subtree_end length != N")
+    torch._check(seg_q.dim() == 2 and seg_q.shape[1] == 2, lambda: "seg_q must be [S, 2]")
+    torch._check(q.dtype == k.dtype == v.dtype, lambda: "q, k, v dtypes differ")
+
+
+def _use_flash(q: Tensor, v: Tensor) -> bool:
+    # The CPU flash kernel needs equal q/k/v head sizes.
+    return q.device.type == "cpu" and q.dtype in _FLASH_CPU_DTYPES and q.shape[3] == v.shape[3]
+
+
+def _segments(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor):
+    """Yield (q_start, q_end, ancestor_ranges) per segment, from one .tolist() each.
+
+    The last kv range of a segment is its own range (== seg_q[s]); it is not
+    yielded separately since (q_start, q_end) already says it.
+    """
+    sq = seg_q.tolist()
+    ptr = seg_kv_ptr.tolist()
+    ranges = kv_ranges.tolist()
+    for s, (qs, qe) in enumerate(sq):
+        rs = ranges[ptr[s] : ptr[s + 1]]
+        assert rs and rs[-1][0] == qs and rs[-1][1] == qe, "last kv range must be the segment's own range"
+        yield qs, qe, rs[:-1]
+
+
+def _gather(x: Tensor, anc: list, qs: int, qe: int) -> Tensor:
+    """Keys/values a segment sees: its ancestor ranges then its own range, along dim 2."""
+    if not anc:
+        return x[:, :, qs:qe]
+    return torch.cat([x[:, :, a:b] for a, b in anc] + [x[:, :, qs:qe]], dim=2)
+
+
+def _segment_bias(n_anc: int, n_own: int, dtype: torch.dtype, device) -> Tensor:
+    """Additive mask [n_own, n_anc + n_own]: ancestors visible, own part causal.
+
+    Own keys sit at the end, so query i sees own keys 0..i (bottom-right
+    aligned); the kernel's is_causal is top-left aligned and cannot express it.
+    """
+    bias = torch.zeros(n_own, n_anc + n_own, dtype=dtype, device=device)
+    bias[:, n_anc:] = torch.full((n_own, n_own), float("-inf"), dtype=dtype, device=device).triu_(1)
+    return bias
+
+
+# ---------------------------------------------------------------- math fallback
+
+
+def _math_block_scores(qb: Tensor, ks: Tensor, n_anc: int, own0: int, scale: float) -> Tensor:
+    """Scores [Hkv, g, Lb, Lk] for a block of queries with own offsets own0.. (float).
+
+    qb: [Hkv, g, Lb, D]; ks: [Hkv, Lk, D] where Lk = n_anc + (own0 + Lb).
+    """
+    s = torch.matmul(qb, ks[:, None].transpose(-1, -2)) * scale
+    lb = qb.shape[2]
+    n_own = ks.shape[1] - n_anc
+    # query own0+i sees own key j iff j <= own0 + i
+    qi = torch.arange(own0, own0 + lb, device=qb.device)[:, None]
+    kj = torch.arange(n_own, device=qb.device)[None, :]
+    s[..., n_anc:].masked_fill_(kj > qi, float("-inf"))
+    return s
+
+
+def _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse):
+    hq, hkv, dv = q.shape[1], k.shape[1], v.shape[3]
+    g = hq // hkv
+    cdt = torch.promote_types(q.dtype, torch.float32)
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges):
+        n_anc = sum(b - a for a, b in anc)
+        ks_all = _gather(k, anc, qs, qe)[0].to(cdt)  # [Hkv, Lk, D]
+        vs_all = _gather(v, anc, qs, qe)[0].to(cdt)
+        for c0 in range(qs, qe, _MATH_CHUNK):
+            c1 = min(c0 + _MATH_CHUNK, qe)
+            lk = n_anc + (c1 - qs)  # later own keys are invisible to this block
+            qb = q[0, :, c0:c1].to(cdt).reshape(hkv, g, c1 - c0, -1)
+            s = _math_block_scores(qb, ks_all[:, :lk], n_anc, c0 - qs, scale)
+            m = torch.logsumexp(s, dim=-1)  # [Hkv, g, Lb]
+            p = torch.exp(s - m[..., None])
+            o = torch.matmul(p, vs_all[:, None, :lk])  # [Hkv, g, Lb, Dv]
+            out[0, :, c0:c1] = o.reshape(hq, c1 - c0, dv).to(out.dtype)
+            lse[0, :, c0:c1] = m.reshape(hq, c1 - c0).to(lse.dtype)
+
+
+def _math_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, dq, dk_acc, dv_acc):
+    hq, hkv, d = q.shape[1], k.shape[1], q.shape[3]
+    g = hq // hkv
+    cdt = dk_acc.dtype
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges):
+        n_anc = sum(b - a for a, b in anc)
+        ks_all = _gather(k, anc, qs, qe)[0].to(cdt)
+        vs_all = _gather(v, anc, qs, qe)[0].to(cdt)
+        dks = torch.zeros_like(ks_all)
+        dvs = torch.zeros_like(vs_all)
+        for c0 in range(qs, qe, _MATH_CHUNK):
+            c1 = min(c0 + _MATH_CHUNK, qe)
+            lb, lk = c1 - c0, n_anc + (c1 - qs)
+            qb = q[0, :, c0:c1].to(cdt).reshape(hkv, g, lb, d)
+            gb = grad_out[0, :, c0:c1].to(cdt).reshape(hkv, g, lb, -1)
+            ob = out[0, :, c0:c1].to(cdt).reshape(hkv, g, lb, -1)
+            mb = lse[0, :, c0:c1].to(cdt).reshape(hkv, g, lb)
+            s = _math_block_scores(qb, ks_all[:, :lk], n_anc, c0 - qs, scale)
+            p = torch.exp(s - mb[..., None])  # masked entries: exp(-inf) = 0
+            dp = torch.matmul(gb, vs_all[:, None, :lk].transpose(-1, -2))
+            delta = (gb * ob).sum(-1, keepdim=True)
+            ds = p * (dp - delta) * scale
+            dq[0, :, c0:c1] = torch.matmul(ds, ks_all[:, None, :lk]).reshape(hq, lb, d).to(dq.dtype)
+            # sum over the g query heads sharing a kv head
+            dks[:, :lk] += torch.einsum("hgqk,hgqd->hkd", ds, qb)
+            dvs[:, :lk] += torch.einsum("hgqk,hgqd->hkd", p, gb)
+        _scatter_add(dk_acc, dks[None], anc, qs, qe)
+        _scatter_add(dv_acc, dvs[None], anc, qs, qe)
+
+
+def _scatter_add(acc: Tensor, part: Tensor, anc: list, qs: int, qe: int) -> None:
+    """Add a segment's gathered-key gradient back onto the token positions it came from."""
+    off = 0
+    for a, b in list(anc) + [(qs, qe)]:
+        acc[:, :, a:b] += part[:, :, off : off + (b - a)]
+        off += b - a
+
+
+# ---------------------------------------------------------------- forward op
+
+
+@torch.library.custom_op("replaycompile::tree_attention", mutates_args=())
+def tree_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    subtree_end: Tensor,
+    seg_q: Tensor,
+    seg_kv_ptr: Tensor,
+    kv_ranges: Tensor,
+    scale: float,
+) -> tuple[Tensor, Tensor]:
+    """Tree attention over a DFS-packed prefix tree.
+
+    q [1, Hq, N, D], k [1, Hkv, N, D], v [1, Hkv, N, Dv] (any strides; query
+    head h reads kv head h // (Hq // Hkv)). Returns (out [1, Hq, N, Dv]
+    contiguous in q.dtype, lse [1, Hq, N] float32 natural log-sum-exp of the
+    scaled visible scores). ``subtree_end`` is accepted for the schema/spec but
+    the computation follows the segment CSR.
+    """
+    _check_inputs(q, k, v, subtree_end, seg_q)
+    hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
+    out = q.new_empty((1, hq, n, dv))
+    lse = torch.empty((1, hq, n), dtype=torch.float32, device=q.device)
+    if not _use_flash(q, v):
+        _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse)
+        return out, lse
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges):
+        q_s = q[:, :, qs:qe]
+        k_s = _gather(k, anc, qs, qe)
+        v_s = _gather(v, anc, qs, qe)
+        if anc:
+            n_anc = k_s.shape[2] - (qe - qs)
+            bias = _segment_bias(n_anc, qe - qs, q.dtype, q.device)
+            o_s, l_s = _FLASH_CPU(q_s, k_s, v_s, 0.0, False, attn_mask=bias, scale=scale)
+        else:
+            # own range only: square causal, the kernel's top-left is_causal is right
+            o_s, l_s = _FLASH_CPU(q_s, k_s, v_s, 0.0, True, scale=scale)
+        # the kernel supports GQA natively (kv head h // g), no expand needed
+        out[:, :, qs:qe] = o_s
+        lse[:, :, qs:qe] = l_s
+    return out, lse
+
+
+@tree_attention.register_fake
+def _tree_attention_fake(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale):
+    _check_inputs(q, k, v, subtree_end, seg_q)
+    hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
+    out = q.new_empty((1, hq, n, dv))
+    lse = q.new_empty((1, hq, n), dtype=torch.float32)
+    return out, lse
+
+
+# ---------------------------------------------------------------- backward op
+
+
+@torch.library.custom_op("replaycompile::tree_attention_backward", mutates_args=())
+def tree_attention_backward(
+    grad_out: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    lse: Tensor,
+    subtree_end: Tensor,
+    seg_q: Tensor,
+    seg_kv_ptr: Tensor,
+    kv_ranges: Tensor,
+    scale: float,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Gradients (dq, dk, dv) of ``tree_attention``'s out w.r.t. q, k, v.
+
+    Every query lives in exactly one segment, so dq is written per segment;
+    a key is seen by many segments (its own and all descendants), so dk/dv are
+    accumulated in float32 (float64 for float64 inputs) and cast at the end.
+    """
+    # autograd can hand us expanded (stride-0) grads; the kernel wants real strides
+    grad_out = grad_out.contiguous()
+    acc_dt = torch.promote_types(k.dtype, torch.float32)
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk_acc = torch.zeros(k.shape, dtype=acc_dt, device=k.device)
+    dv_acc = torch.zeros(v.shape, dtype=acc_dt, device=v.device)
+    if not _use_flash(q, v):
+        _math_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, dq, dk_acc, dv_acc)
+        return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
+    # the kernel wants its logsumexp in the accumulation dtype (float64 for float64)
+    lse_k = lse.to(torch.promote_types(q.dtype, torch.float32))
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges):
+        q_s = q[:, :, qs:qe]
+        k_s = _gather(k, anc, qs, qe)
+        v_s = _gather(v, anc, qs, qe)
+        args = (grad_out[:, :, qs:qe], q_s, k_s, v_s, out[:, :, qs:qe], lse_k[:, :, qs:qe], 0.0)
+        if anc:
+            bias = _segment_bias(k_s.shape[2] - (qe - qs), qe - qs, q.dtype, q.device)
+            dq_s, dk_s, dv_s = _FLASH_CPU_BWD(*args, False, attn_mask=bias, scale=scale)
+        else:
+            dq_s, dk_s, dv_s = _FLASH_CPU_BWD(*args, True, scale=scale)
+        # dk_s/dv_s are already summed over each kv head's query-head group
+        dq[:, :, qs:qe] = dq_s
+        _scatter_add(dk_acc, dk_s, anc, qs, qe)
+        _scatter_add(dv_acc, dv_s, anc, qs, qe)
+    return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
+
+
+@tree_attention_backward.register_fake
+def _tree_attention_backward_fake(grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale):
+    # real impl returns fresh contiguous tensors whatever the input strides
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+# ---------------------------------------------------------------- autograd
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges)
+    ctx.scale = scale
+    # lse is exported for diagnostics; we do not differentiate through it.
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward(ctx, grad_out, grad_lse):
+    # grad_lse is ignored: lse is non-differentiable (see _setup_context).
+    q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges = ctx.saved_tensors
+    dq = dk = dv = None
+    if grad_out is not None and any(ctx.needs_input_grad[:3]):
+        dq, dk, dv = tree_attention_backward(
+            grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, ctx.scale
+        )
+    return dq, dk, dv, None, None, None, None, None
+
+
+tree_attention.register_autograd(_backward, setup_context=_setup_context)
