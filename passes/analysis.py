@@ -118,6 +118,8 @@ class GraphAnalysis:
     space: dict = field(default_factory=dict)     # packed node -> packed space id
     attention: list = field(default_factory=list)
     slices: list = field(default_factory=list)
+    tokenfn: set = field(default_factory=set)     # row values that are per-token functions of the token inputs
+    paramdep: set = field(default_factory=set)    # values computed from parameters only (weights)
     boundaries: dict = field(default_factory=dict)  # row node fed by packed values -> why it leaves the region
     reason: str | None = None                     # why the graph is declined (None: it can be packed)
 
@@ -433,12 +435,14 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
             kind[n] = "row"
             if n in a.token_inputs:
                 roles[n] = (B, T) if same_size(v.shape[0], a.batch) else (None, T)
-                kind[n] = "packed"  # gathered at the start of the packed graph
-                space[n] = 0
+                a.tokenfn.add(n)
             elif isinstance(v, torch.Tensor):
                 # per-row data (labels, masks, advantages): its batch axis, if any, is dim 0 of size B
                 r = [None] * v.dim()
-                if v.dim() >= 1 and same_size(v.shape[0], a.batch) and not _is_state(n, v):
+                if _is_state(n, v):
+                    if isinstance(v, torch.nn.Parameter) or "_parameters_" in n.name:
+                        a.paramdep.add(n)
+                elif v.dim() >= 1 and same_size(v.shape[0], a.batch):
                     r[0] = B
                     if v.dim() >= 2 and same_size(v.shape[1], a.seq):
                         r[1] = T
@@ -469,25 +473,40 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
             continue
         # roles of the output, from the op
         r = _infer_roles(n, roles, a)
-        if not packed_ins:
+        token_ins = [x for x in ins if x in a.tokenfn]
+        weights = [x for x in ins if x in a.paramdep]
+        per_row = [x for x in ins if not is_packed(x) and x not in a.tokenfn and kind.get(x) != "mask"
+                   and roles.get(x) and any(role in (B, BT) for role in roles[x])]
+        if not packed_ins and not (token_ins and weights):
+            # Not an activation: stays in the [B, T] layout. Values computed from the token inputs alone,
+            # token by token, stay gatherable (their value at a packed token is fixed by the plan's key).
             kind[n] = "row"
             roles[n] = r if isinstance(r, tuple) else None
+            if weights and not token_ins and not any(roles.get(x) and any(roles[x]) for x in ins):
+                a.paramdep.add(n)
+            if (token_ins and not per_row and isinstance(r, tuple) and (T in r or BT in r)
+                    and _seq_slice(n, roles, a) is None):
+                a.tokenfn.add(n)
             carried = [first_boundary[x] for x in ins if x in first_boundary]
             if carried:
                 first_boundary[n] = carried[0]
             continue
+        if not packed_ins:
+            packed_ins = token_ins  # the first activation: token inputs are gathered into space 0
+            for x in token_ins:
+                space.setdefault(x, 0)
         # token-dependent node: decide whether it stays packed
         why = None
         if isinstance(r, str):
             why = r
         elif r is None:
             why = "cannot follow the sequence axis through it"
-        spaces = {space[x] for x in packed_ins}
+        spaces = {space[x] for x in packed_ins if is_packed(x)} or {0}
         if why is None and len(spaces) > 1:
             why = "it combines values sliced differently along the sequence axis"
         if why is None:
             for x in ins:
-                if is_packed(x) or kind.get(x) == "mask":
+                if is_packed(x) or kind.get(x) == "mask" or x in a.tokenfn:
                     continue
                 rx = roles.get(x)
                 if rx and any(role in (B, BT) for role in rx):

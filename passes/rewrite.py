@@ -98,6 +98,16 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
         if x in packed_env:
             return packed_env[x]
         r = a.roles.get(x)
+        if x in a.tokenfn:
+            key = (x, sp)
+            if key not in positional_cache:
+                val = g.call_function(ops.pack_rows, (get_row(x), r.index(B) if B in r else None,
+                                                      r.index(T) if T in r else r.index(BT),
+                                                      plan["gather_index"], plan["columns"]))
+                if sp:
+                    val = g.call_function(torch.index_select, (val, r.index(T), subs[sp - 1][0]))
+                positional_cache[key] = val
+            return positional_cache[key]
         if r is not None and T in r and B not in r and BT not in r:
             key = (x, sp)
             if key not in positional_cache:
@@ -108,9 +118,6 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
     sites = {s.node: s for s in a.attention}
     for n in old_nodes:
         if n.op in ("placeholder", "output"):
-            if n in a.token_inputs:
-                packed_env[n] = g.call_function(ops.gather_tokens, (row_env[n], plan["gather_index"],
-                                                                    plan["columns"]))
             continue
         k = a.kind.get(n)
         if k in ("mask", "internal"):

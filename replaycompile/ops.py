@@ -10,11 +10,18 @@ from __future__ import annotations
 import torch
 
 
-def gather_tokens(x: torch.Tensor, gather_index: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
-    """[B, T] (or [1, T]) token input -> [1, N] values of the packed tokens."""
-    if x.shape[0] == 1:
-        return x[0].index_select(0, columns).unsqueeze(0)
-    return x.reshape(-1).index_select(0, gather_index).unsqueeze(0)
+def pack_rows(x: torch.Tensor, bdim: int | None, tdim: int, gather_index: torch.Tensor,
+              columns: torch.Tensor) -> torch.Tensor:
+    """A per-token function of the token inputs, [.., B, .., T, ..] -> size 1 at ``bdim`` and N at ``tdim``.
+    bdim None: no batch axis (or a broadcast one of size 1), so the column decides the value."""
+    if bdim is None or x.shape[bdim] == 1:
+        return x.index_select(tdim, columns)
+    rest = [d for d in range(x.dim()) if d != bdim and d != tdim]
+    rows = x.permute([bdim, tdim] + rest).flatten(0, 1).index_select(0, gather_index)   # [N, *rest]
+    out = rows.unsqueeze(0)                                                             # [1, N, *rest]
+    order = {bdim: 0, tdim: 1}
+    order.update({d: i + 2 for i, d in enumerate(rest)})
+    return out.permute([order[d] for d in range(x.dim())])
 
 
 def pack_positional(x: torch.Tensor, tdim: int, columns: torch.Tensor) -> torch.Tensor:

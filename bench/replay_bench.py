@@ -1,0 +1,237 @@
+"""Side-by-side benchmark of the replay backend on a GRPO-shaped training step (forward + loss + backward).
+
+One process, variants interleaved round-robin, medians reported, the ideal (token and FLOP ratios) beside.
+Not a test: run it by hand, e.g.
+
+    python bench/replay_bench.py                 # the issue's configuration (takes several minutes on 2 cores)
+    python bench/replay_bench.py --quick         # a smaller model and batch, for a smoke run
+
+Peak memory is the high-water mark of the process's resident set during one step, above what it held before
+the step (sampled every millisecond), so it is comparable between variants run in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+
+import torch
+import torch.nn.functional as F
+
+import replaycompile
+from replaycompile.models import tiny_model
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class PeakRSS:
+    """High-water mark of RSS above the starting point, sampled in a background thread."""
+
+    def __enter__(self):
+        self.base = rss_bytes()
+        self.peak = self.base
+        self._stop = False
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+        return self
+
+    def _run(self):
+        while not self._stop:
+            self.peak = max(self.peak, rss_bytes())
+            time.sleep(0.001)
+
+    def __exit__(self, *exc):
+        self._stop = True
+        self._t.join()
+        self.peak = max(self.peak, rss_bytes())
+        self.delta = self.peak - self.base
+
+
+def make_batch(group: int, prompt_len: int, cmin: int, cmax: int, vocab: int, share: bool, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(3, vocab, (prompt_len,), generator=g)
+    lens = torch.randint(cmin, cmax + 1, (group,), generator=g)
+    t = prompt_len + cmax
+    ids = torch.zeros(group, t, dtype=torch.long)
+    am = torch.zeros(group, t, dtype=torch.long)
+    for i in range(group):
+        p = prompt if share else torch.randint(3, vocab, (prompt_len,), generator=g)
+        ids[i, :prompt_len] = p
+        ids[i, prompt_len:prompt_len + lens[i]] = torch.randint(3, vocab, (int(lens[i]),), generator=g)
+        am[i, :prompt_len + lens[i]] = 1
+    adv = torch.randn(group, generator=g)
+    return ids, am, adv
+
+
+def grpo_loss_from_logp(logp, adv, cmask):
+    """Per-token GRPO (on-policy ratio, clipped), masked mean over completion tokens."""
+    ratio = torch.exp(logp - logp.detach())
+    obj = torch.minimum(ratio * adv[:, None], ratio.clamp(0.8, 1.2) * adv[:, None])
+    return -(obj * cmask).sum() / cmask.sum()
+
+
+def build_variants(model, prompt_len: int, completion_len: int):
+    P, C = prompt_len, completion_len
+
+    def loss_full(model, ids, am, adv):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+        logp = logits[:, P - 1:-1].float().log_softmax(-1).gather(-1, ids[:, P:, None]).squeeze(-1)
+        return grpo_loss_from_logp(logp, adv, am[:, P:].float())
+
+    def loss_keep(model, ids, am, adv):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False, logits_to_keep=C + 1).logits[:, :-1]
+        logp = logits.float().log_softmax(-1).gather(-1, ids[:, P:, None]).squeeze(-1)
+        return grpo_loss_from_logp(logp, adv, am[:, P:].float())
+
+    replay_model = torch.compile(model, backend="replay")
+
+    def loss_replay_model_only(model, ids, am, adv):
+        return loss_full(replay_model, ids, am, adv)
+
+    return {
+        "eager (full logits, as written)": loss_full,
+        "eager logits_to_keep (TRL baseline)": loss_keep,
+        "plain inductor": torch.compile(loss_full),
+        "replay exact": torch.compile(loss_full, backend="replay"),
+        "replay detach_prefix (approximate)": torch.compile(loss_full, backend="replay",
+                                                            options={"mode": "detach_prefix"}),
+        "replay, model compiled alone": loss_replay_model_only,
+    }
+
+
+def step(fn, model, batch):
+    for p in model.parameters():
+        p.grad = None
+    loss = fn(model, *batch)
+    loss.backward()
+    return loss.detach()
+
+
+def grads(model):
+    return torch.cat([p.grad.reshape(-1) for p in model.parameters() if p.grad is not None])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small model and batch (smoke run)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json", default=None, help="also write the results to this JSON file")
+    args = ap.parse_args(argv)
+    torch.manual_seed(0)
+    if args.quick:
+        cfg = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, intermediate_size=192, vocab_size=2000)
+        G, P, cmin, cmax = 8, 256, 16, 32
+    else:
+        cfg = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=64, intermediate_size=768, vocab_size=32000)
+        G, P, cmin, cmax = 8, 1024, 64, 128
+    model = tiny_model("qwen3", **cfg)
+    batch = make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=True)
+    nosh = make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=False, seed=1)
+    variants = build_variants(model, P, cmax)
+    env = {k: os.environ.get(k) for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "LD_PRELOAD")}
+    print(f"# replay benchmark: Qwen3-shaped {cfg}, G={G}, prompt {P}, completions {cmin}-{cmax}, fp32, "
+          f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
+    print(f"# allocator: glibc malloc, settings {env} (None = glibc defaults)")
+
+    # warm-up (compiles) and exactness against eager
+    ref_loss = step(variants["eager (full logits, as written)"], model, batch)
+    ref_grad = grads(model).clone()
+    info = {}
+    for name, fn in variants.items():
+        t0 = time.perf_counter()
+        loss = step(fn, model, batch)
+        g = grads(model)
+        stats = replaycompile.last_stats() if "replay" in name else None
+        cos = F.cosine_similarity(g.double(), ref_grad.double(), dim=0).item()
+        rel = ((g.double() - ref_grad.double()).norm() / ref_grad.double().norm()).item()
+        info[name] = dict(first_call_s=time.perf_counter() - t0, loss_diff=abs(loss - ref_loss).item(),
+                          grad_cos=cos, grad_rel_l2=rel, stats=stats)
+        print(f"#   warm-up {name}: {info[name]['first_call_s']:.1f}s, |dloss|={info[name]['loss_diff']:.2e}, "
+              f"grad cos={cos:.7f}, rel L2={rel:.2e}" + (f", stats={stats}" if stats else ""), flush=True)
+
+    times = {name: [] for name in variants}
+    peaks = {name: 0 for name in variants}
+    for rep in range(args.reps):
+        for name, fn in variants.items():
+            gc.collect()
+            with PeakRSS() as pk:
+                t0 = time.perf_counter()
+                step(fn, model, batch)
+                times[name].append(time.perf_counter() - t0)
+            peaks[name] = max(peaks[name], pk.delta)
+        print(f"#   rep {rep + 1}/{args.reps} done", flush=True)
+
+    ids, am, _ = batch
+    tokens_in = int(am.sum())
+    tokens_packed = replaycompile.last_stats() and info["replay exact"]["stats"]["tokens_computed"]
+    n_predict = int(am[:, P:].sum())
+    med_eager = statistics.median(times["eager (full logits, as written)"])
+    med_keep = statistics.median(times["eager logits_to_keep (TRL baseline)"])
+    peak_eager = peaks["eager (full logits, as written)"]
+    print()
+    print("| variant | step s (median) | vs eager | vs logits_to_keep | peak RSS over baseline | vs eager peak | "
+          "grad cos | grad rel L2 |")
+    print("|---|---|---|---|---|---|---|---|")
+    rows = []
+    for name in variants:
+        med = statistics.median(times[name])
+        row = dict(variant=name, step_s=med, vs_eager=med_eager / med, vs_keep=med_keep / med,
+                   peak_mb=peaks[name] / 2**20, peak_vs_eager=peaks[name] / max(peak_eager, 1),
+                   grad_cos=info[name]["grad_cos"], grad_rel_l2=info[name]["grad_rel_l2"])
+        rows.append(row)
+        print(f"| {name} | {med:.3f} | {row['vs_eager']:.2f}x | {row['vs_keep']:.2f}x | {row['peak_mb']:.0f} MB | "
+              f"{100 * row['peak_vs_eager']:.0f}% | {row['grad_cos']:.7f} | {row['grad_rel_l2']:.1e} |")
+
+    # ideal: per-token work saved (token ratio) and a FLOP model (per-token matmuls + attention + LM head)
+    h, L, V = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+    hq, hk, d, ff = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"], cfg["intermediate_size"]
+    per_tok = L * 2 * (h * hq * d + 2 * h * hk * d + hq * d * h + 3 * h * ff)
+    t_all = ids.shape[1]
+    lens = am.sum(1).tolist()
+    eager_flops = G * t_all * (per_tok + 2 * h * V) + L * G * 4 * hq * d * t_all * t_all
+    packed_attn = L * 4 * hq * d * (P * P / 2 + sum(P * (n - P) + (n - P) ** 2 / 2 for n in lens))
+    replay_flops = tokens_packed * per_tok + packed_attn + (n_predict + 1) * 2 * h * V
+    print()
+    print(f"ideal: tokens in {tokens_in} (B x T = {G * t_all}), packed {tokens_packed}: token ratio "
+          f"{tokens_in / tokens_packed:.2f}x over the non-pad tokens, {G * t_all / tokens_packed:.2f}x over B x T; "
+          f"FLOP model (fwd, eager masks every pair) {eager_flops / replay_flops:.2f}x")
+    print(f"model compiled alone returns [B, T, V] logits ({G}x{t_all}x{V} fp32 = "
+          f"{G * t_all * V * 4 / 2**30:.2f} GiB): the LM head and log-softmax then run on every row, which bounds "
+          f"its gain (see its row)")
+
+    # a batch with no sharing: replay must decline (or cost little) against plain inductor
+    nos = {"plain inductor": variants["plain inductor"], "replay exact": variants["replay exact"]}
+    for fn in nos.values():
+        step(fn, model, nosh)
+    nt = {k: [] for k in nos}
+    for _ in range(args.reps):
+        for k, fn in nos.items():
+            t0 = time.perf_counter()
+            step(fn, model, nosh)
+            nt[k].append(time.perf_counter() - t0)
+    st = replaycompile.last_stats()
+    ratio = statistics.median(nt["replay exact"]) / statistics.median(nt["plain inductor"])
+    print(f"no sharing: plain inductor {statistics.median(nt['plain inductor']):.3f}s, replay "
+          f"{statistics.median(nt['replay exact']):.3f}s ({100 * (ratio - 1):+.1f}%), applied={st['applied']}, "
+          f"reason={st['fallback_reason']!r}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(config=cfg, rows=rows, info={k: {kk: vv for kk, vv in v.items() if kk != "stats"}
+                                                        for k, v in info.items()},
+                           no_sharing_ratio=ratio), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
