@@ -84,6 +84,10 @@ class Decline(Exception):
     """The graph cannot be packed; the message says why in words a user can act on."""
 
 
+class _NotCandidate(Decline):
+    """The graph has nothing to share (a loss tail after a graph break, a non-LM graph)."""
+
+
 @dataclass
 class AttentionSite:
     node: fx.Node                 # the node whose output is the attention result
@@ -122,6 +126,7 @@ class GraphAnalysis:
     paramdep: set = field(default_factory=set)    # values computed from parameters only (weights)
     boundaries: dict = field(default_factory=dict)  # row node fed by packed values -> why it leaves the region
     reason: str | None = None                     # why the graph is declined (None: it can be packed)
+    candidate: bool = True                        # False: no attention or no token ids (nothing to share)
 
     @property
     def applicable(self) -> bool:
@@ -339,7 +344,7 @@ def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis) -> None:
             a.ids = ids
             break
     if a.ids is None:
-        raise Decline("no token-id input feeding an embedding was found (inputs_embeds or a non-LM graph)")
+        raise _NotCandidate("no token-id input feeding an embedding was found (inputs_embeds or a non-LM graph)")
     a.batch, a.seq = _shape(a.ids)
     g = nx.DiGraph()
     for n in graph.nodes:
@@ -404,6 +409,8 @@ def analyze(gm: fx.GraphModule) -> GraphAnalysis:
     a = GraphAnalysis()
     try:
         _analyze(gm, a)
+    except _NotCandidate as e:
+        a.reason, a.candidate = str(e), False
     except Decline as e:
         a.reason = str(e)
     return a
@@ -412,7 +419,7 @@ def analyze(gm: fx.GraphModule) -> GraphAnalysis:
 def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
     sites = find_attention_sites(gm)
     if not sites:
-        raise Decline("the graph has no attention, so there is no shared prefix to compute once")
+        raise _NotCandidate("the graph has no attention, so there is no shared prefix to compute once")
     _find_inputs(gm, sites, a)
     a.attention = sites
     by_node = {s.node: s for s in sites}

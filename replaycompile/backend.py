@@ -185,8 +185,12 @@ class ReplayGraph:
                 self.reason = str(e)
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self._pos = {n: i for i, n in enumerate(placeholders)}
+        self.candidate = self.analysis.candidate
         if self.reason is not None:
-            _log_once(self.reason)
+            if self.candidate:
+                _log_once(self.reason)
+            else:
+                log.debug("replay: passing graph through: %s", self.reason)
         else:
             masks = [s.mask for s in self.analysis.attention if s.mask is not None]
             if masks:
@@ -264,9 +268,9 @@ class ReplayGraph:
                     if vis is None:
                         return (f"attention at node `{site.node.name}` adds a bias to its scores (not a 0/-inf "
                                 f"mask), which packing cannot preserve")
-                    vis = vis.expand(b, vis.shape[1], t, t) if vis.dim() == 4 else None
-                    if vis is None:
+                    if vis.dim() > 4 or tuple(vis.shape[-2:]) != (t, t):
                         return f"attention mask at node `{site.node.name}` is not [batch, heads, q, k]"
+                    vis = vis.reshape((1,) * (4 - vis.dim()) + tuple(vis.shape)).expand(b, -1, t, t)
                     ok = (vis == ref[:, None]) | ~qvalid[:, None, :, None]
                     if not bool(ok.all()):
                         return (f"attention mask at node `{site.node.name}` is not causal-with-padding "
@@ -277,6 +281,8 @@ class ReplayGraph:
 
     def __call__(self, *args):
         self.calls += 1
+        if not self.candidate:
+            return self.plain(*args)  # nothing to share; leaves last_stats() to the graphs that have
         if self.reason is not None:
             return self._fallback(self.reason, args, log_it=False)
         a = self.analysis

@@ -1,0 +1,14 @@
+import os
+import pathlib
+import sys
+
+# Compiled kernels land inside the checkout (CI's clean clone starts cold, later runs reuse them).
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(pathlib.Path(__file__).resolve().parents[1] / ".torchinductor_cache"))
+sys.path.insert(0, os.path.dirname(__file__))
+
+import torch  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("default")
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))

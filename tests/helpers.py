@@ -1,0 +1,54 @@
+"""Shared pieces of the backend tests: rollout batches, a GRPO-shaped loss, and exactness checks."""
+
+from __future__ import annotations
+
+import torch
+
+AOT = {"inner": "aot_eager", "min_shared_tokens": 1}
+
+
+def group_batch(prompt_len=10, lens=(5, 3, 6, 4), vocab=128, left_pad=2, seed=0, pad_id=0):
+    """One prompt (left-padded by ``left_pad``) sampled len(lens) times; completions right-padded."""
+    g = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(1, vocab, (prompt_len,), generator=g)
+    c = max(lens)
+    rows, masks = [], []
+    for n in lens:
+        comp = torch.randint(1, vocab, (n,), generator=g)
+        rows.append(torch.cat([torch.full((left_pad,), pad_id), prompt, comp, torch.full((c - n,), pad_id)]))
+        masks.append(torch.cat([torch.zeros(left_pad), torch.ones(prompt_len + n), torch.zeros(c - n)]))
+    ids = torch.stack(rows).long()
+    am = torch.stack(masks).long()
+    adv = torch.randn(len(lens), generator=g)
+    return ids, am, adv, left_pad + prompt_len
+
+
+def grpo_loss(logits, ids, am, adv, p):
+    """Per-token policy-gradient loss over the completion tokens (columns >= p), as TRL computes it."""
+    logp = logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
+    cm = am[:, p:].float()
+    ratio = torch.exp(logp - logp.detach())
+    return -(ratio * adv[:, None] * cm).sum() / cm.sum()
+
+
+def step_loss(model, ids, am, adv, p):
+    logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+    return grpo_loss(logits, ids, am, adv, p)
+
+
+def run(fn, model, *args):
+    """Loss and every parameter's gradient of one step."""
+    for q in model.parameters():
+        q.grad = None
+    loss = fn(model, *args)
+    loss.backward()
+    return loss.detach(), {k: q.grad.detach().clone() for k, q in model.named_parameters() if q.grad is not None}
+
+
+def assert_same_step(ref, got, rtol=1e-5):
+    (l0, g0), (l1, g1) = ref, got
+    torch.testing.assert_close(l1, l0, rtol=rtol, atol=rtol)
+    assert g0.keys() == g1.keys()
+    for k in g0:
+        err = ((g1[k] - g0[k]).norm() / g0[k].norm().clamp_min(1e-12)).item()
+        assert err <= rtol, f"gradient of {k} differs: relative error {err:.2e}"

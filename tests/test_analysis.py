@@ -1,0 +1,186 @@
+"""The sequence-axis analysis on hand-built graphs: what it proves, and each reason it declines."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from helpers import AOT
+
+import replaycompile
+from replaycompile.models import tiny_model
+from replaycompile.passes.analysis import B, T, analyze
+
+
+def capture(fn, *args, **kwargs):
+    """The Dynamo graph(s) of ``fn`` (what the backend receives)."""
+    graphs = []
+
+    def grab(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    torch._dynamo.reset()
+    torch.compile(fn, backend=grab)(*args, **kwargs)
+    return graphs
+
+
+class TinyLM(nn.Module):
+    """Embedding -> [norm, mixing, MLP] -> LM head; ``mixing`` picks the token-mixing op under test."""
+
+    def __init__(self, mixing="causal", vocab=32, dim=16, heads=2):
+        super().__init__()
+        self.mixing, self.heads = mixing, heads
+        self.emb = nn.Embedding(vocab, dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.o = nn.Linear(dim, dim)
+        self.up = nn.Linear(dim, 2 * dim)
+        self.down = nn.Linear(2 * dim, dim)
+        self.head = nn.Linear(dim, vocab)
+        self.conv = nn.Conv1d(dim, dim, 3, padding=2)
+        self.router = nn.Linear(dim, 4)
+
+    def attend(self, x, causal=True, mask=None):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None)
+        return self.o(y.transpose(1, 2).reshape(b, t, d))
+
+    def forward(self, ids):
+        x = self.emb(ids)
+        t = ids.shape[1]
+        m = self.mixing
+        if m == "causal":
+            x = x + self.attend(F.rms_norm(x, (x.shape[-1],)))
+        elif m == "bidirectional":
+            x = x + self.attend(x, causal=False)
+        elif m == "prefix_lm":  # bidirectional over the first 4 tokens, causal after
+            i = torch.arange(t)
+            mask = (i[None, :] <= i[:, None]) | (i[None, :] < 4)
+            x = x + self.attend(x, mask=mask)
+        elif m == "sliding":  # a window of 3 tokens
+            i = torch.arange(t)
+            mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < 3)
+            x = x + self.attend(x, mask=mask)
+        elif m == "conv":
+            x = x + self.conv(x.transpose(1, 2))[..., :t].transpose(1, 2)
+            x = x + self.attend(x)
+        elif m == "cumsum":
+            x = x + x.cumsum(1) + self.attend(x)
+        elif m == "dropout":
+            x = x + F.dropout(self.attend(x), p=0.1, training=True)
+            x = x + self.attend(x)
+        elif m == "moe_capacity":  # each expert takes the top tokens of the whole batch (capacity routing)
+            scores = self.router(x).softmax(-1)
+            cap = scores.flatten(0, 1).topk(2, dim=0).indices
+            x = x + scores.flatten(0, 1)[cap].sum() * 0 + self.attend(x)
+            x = x + self.attend(x)
+        elif m == "flip":
+            x = x + self.attend(x.flip(1))
+        x = x + self.down(F.silu(self.up(x)))
+        return self.head(x)
+
+
+def shared_ids(rows=4, prompt=8, own=3, vocab=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    p = torch.randint(0, vocab, (prompt,), generator=g)
+    return torch.cat([p.expand(rows, prompt), torch.randint(0, vocab, (rows, own), generator=g)], 1)
+
+
+def test_hf_graph_classification():
+    """On HF Qwen3 the analysis finds the token inputs, every attention, packs the per-token ops and
+    recognises the mask-building nodes."""
+    model = tiny_model("qwen3")
+    ids = shared_ids(vocab=128)
+    am = torch.ones_like(ids)
+    (gm,) = capture(model, input_ids=ids, attention_mask=am, use_cache=False)
+    a = analyze(gm)
+    assert a.applicable, a.reason
+    assert a.ids.name.endswith("input_ids_") and a.attention_mask is not None
+    assert len(a.attention) == model.config.num_hidden_layers
+    linears = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch._C._nn.linear]
+    assert linears and all(a.kind[n] == "packed" for n in linears)
+    assert any(k == "mask" for k in a.kind.values())
+    emb = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is F.embedding)
+    assert a.roles[emb] == (B, T, None)
+    for s in a.attention:
+        assert a.roles[s.q][0] == B and a.roles[s.q][2] == T
+
+
+def test_toy_causal_model_is_packed_and_exact():
+    model = TinyLM("causal")
+    ids = shared_ids()
+    (gm,) = capture(model, ids)
+    assert analyze(gm).applicable
+    x = model(ids)
+    y = torch.compile(model, backend="replay", options=AOT)(ids)
+    assert replaycompile.last_stats()["applied"]
+    torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mixing,words", [
+    ("bidirectional", "bidirectional"),
+    ("conv", "conv"),
+    ("cumsum", "cumsum"),
+    ("dropout", "dropout"),
+    ("moe_capacity", "topk"),
+    ("flip", "flip"),
+])
+def test_graph_level_declines_name_the_node(mixing, words, caplog):
+    """Token mixing the analysis cannot prove per-token: declined, the reason names the op; results equal
+    eager; the reason is logged once."""
+    model = TinyLM(mixing)
+    ids = shared_ids()
+    (gm, *_) = capture(model, ids)
+    a = analyze(gm)
+    assert not a.applicable
+    assert words in a.reason.lower(), a.reason
+    assert "node `" in a.reason or "attention" in a.reason
+    compiled = torch.compile(model, backend="replay", options=AOT)
+    with caplog.at_level(logging.WARNING, logger="replaycompile"):
+        torch.manual_seed(0)
+        y1 = compiled(ids)
+        y2 = compiled(ids)
+    st = replaycompile.last_stats()
+    assert not st["applied"] and words in st["fallback_reason"].lower()
+    assert sum(words in r.getMessage().lower() for r in caplog.records) == 1
+    if mixing != "dropout":
+        torch.testing.assert_close(y1, model(ids), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(y2, y1)
+
+
+@pytest.mark.parametrize("mixing", ["prefix_lm", "sliding"])
+def test_masks_that_are_not_causal_are_declined(mixing):
+    """Masks are checked numerically against causal-with-padding: a bidirectional prefix or a sliding
+    window that crosses a branch point falls back, with results equal to eager."""
+    model = TinyLM(mixing)
+    ids = shared_ids()
+    y = torch.compile(model, backend="replay", options=AOT)(ids)
+    st = replaycompile.last_stats()
+    assert not st["applied"] and "not causal-with-padding" in st["fallback_reason"]
+    torch.testing.assert_close(y, model(ids), rtol=1e-5, atol=1e-5)
+
+
+def test_mistral_sliding_window_crossing_is_declined():
+    """HF Mistral with a sliding window shorter than the rows: not packed, exact anyway."""
+    model = tiny_model("mistral", sliding_window=4)
+    ids = shared_ids(vocab=128)
+    am = torch.ones_like(ids)
+    compiled = torch.compile(model, backend="replay", options=AOT)
+    y = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
+    st = replaycompile.last_stats()
+    assert not st["applied"] and "sliding window" in st["fallback_reason"]
+    torch.testing.assert_close(y, model(input_ids=ids, attention_mask=am, use_cache=False).logits,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_graph_without_attention_passes_through_silently():
+    """A loss tail after a graph break is not a candidate: it runs plainly and leaves last_stats alone."""
+    f = torch.compile(lambda x: (x * 2).sum(), backend="replay", options=AOT)
+    assert f(torch.ones(3)).item() == 6
+    (gm,) = capture(lambda x: (x * 2).sum(), torch.ones(3))
+    a = analyze(gm)
+    assert not a.candidate and not a.applicable

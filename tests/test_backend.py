@@ -1,0 +1,349 @@
+"""The replay backend on Hugging Face causal LMs: exact loss and gradients, reports, shapes, generation."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from helpers import AOT, assert_same_step, group_batch, grpo_loss, run, step_loss
+from hypothesis import given, settings
+from strategies import rollout_batches
+
+import replaycompile
+import replaycompile.backend as backend
+from replaycompile.models import FAMILIES, tiny_model
+
+
+def compiled_step(compiled):
+    def fn(model, ids, am, adv, p):
+        return grpo_loss(compiled(input_ids=ids, attention_mask=am, use_cache=False).logits, ids, am, adv, p)
+    return fn
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "eager"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_model_compile_is_exact(family, impl):
+    """Compiling the model alone: logits [B, T, V] as eager at every unpadded position; loss and every
+    parameter gradient equal eager's (fp32, relative 1e-5)."""
+    model = tiny_model(family, impl)
+    ids, am, adv, p = group_batch()
+    ref = run(step_loss, model, ids, am, adv, p)
+    compiled = torch.compile(model, backend="replay", options=AOT)
+    got = run(compiled_step(compiled), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["fallback_reason"] is None
+    assert st["rows"] == 4 and st["tokens_in"] == int(am.sum())
+    assert st["tokens_computed"] == 10 + 5 + 3 + 6 + 4  # the prompt once, each completion once
+    assert_same_step(ref, got)
+    with torch.no_grad():
+        e = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+        r = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
+    assert r.shape == e.shape
+    valid = am.bool()
+    torch.testing.assert_close(r[valid], e[valid], rtol=1e-5, atol=1e-5)
+    assert bool((r[~valid] == 0).all()), "padded positions come back as zeros"
+
+
+@pytest.mark.parametrize("family,impl", [(f, "sdpa") for f in FAMILIES] + [("qwen3", "eager")])
+def test_whole_step_compile_is_exact(family, impl):
+    """Compiling model call + loss: the LM head runs on packed tokens only, gradients still exact."""
+    model = tiny_model(family, impl)
+    ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
+    ref = run(step_loss, model, ids, am, adv, p)
+    got = run(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"], st
+    assert_same_step(ref, got)
+
+
+def test_whole_step_packs_the_vocabulary_projection():
+    """The rewritten graph slices and re-packs before the LM head and reads the targets from packed logits."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch()
+    graphs = []
+    orig = backend.ReplayGraph.__init__
+
+    def spy(self, *a, **k):
+        orig(self, *a, **k)
+        graphs.append(self)
+
+    backend.ReplayGraph.__init__ = spy
+    try:
+        torch.compile(step_loss, backend="replay", options=AOT)(model, ids, am, adv, p)
+    finally:
+        backend.ReplayGraph.__init__ = orig
+    (g,) = graphs
+    code = g.packed.gm.code
+    assert "replay_gather" in code and "rc_sub1_index" in code
+    # the vocabulary projection's input is the re-packed slice, not the replayed [B, T, H] tensor
+    assert g.packed.slices == [(p - 1, -1)]
+
+
+def test_inductor_end_to_end():
+    """The default inner compiler (inductor) on a whole GRPO step."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch()
+    ref = run(step_loss, model, ids, am, adv, p)
+    got = run(torch.compile(step_loss, backend="replay", options={"min_shared_tokens": 1}), model, ids, am, adv, p)
+    assert replaycompile.last_stats()["applied"]
+    assert_same_step(ref, got)
+
+
+def test_tree_rollouts_and_several_prompts():
+    """Two prompts of different lengths (left padding differs), completions sharing a stem (two levels)."""
+    model = tiny_model("llama")
+    g = torch.Generator().manual_seed(3)
+    pa, pb = torch.randint(1, 128, (9,), generator=g), torch.randint(1, 128, (6,), generator=g)
+    stem = torch.randint(1, 128, (4,), generator=g)
+    rows = []
+    for prompt, pad in ((pa, 0), (pb, 3)):
+        for k in range(3):
+            comp = torch.cat([stem, torch.randint(1, 128, (k + 1,), generator=g)]) if k < 2 else \
+                torch.randint(1, 128, (5,), generator=g)
+            rows.append((pad, prompt, comp))
+    T = 9 + 7
+    ids = torch.zeros(len(rows), T, dtype=torch.long)
+    am = torch.zeros_like(ids)
+    for i, (pad, prompt, comp) in enumerate(rows):
+        seq = torch.cat([prompt, comp])
+        ids[i, pad:pad + len(seq)] = seq
+        am[i, pad:pad + len(seq)] = 1
+    ids[:, 0] = ids[:, 0]
+    adv = torch.randn(len(rows), generator=g)
+
+    def loss_fn(model, ids, am, adv, p):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+        logp = logits[:, :-1].log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+        return -(logp * am[:, 1:] * adv[:, None]).sum()
+
+    ref = run(loss_fn, model, ids, am, adv, 0)
+    got = run(torch.compile(loss_fn, backend="replay", options=AOT), model, ids, am, adv, 0)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["tokens_computed"] < st["tokens_in"]
+    assert_same_step(ref, got)
+
+
+def test_logits_to_keep_is_exact():
+    """TRL passes logits_to_keep: the slice after the backbone packs the kept tokens again."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch()
+    keep = ids.shape[1] - p + 1
+
+    def loss_fn(model, ids, am, adv, p):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False, logits_to_keep=keep).logits[:, :-1]
+        logp = logits.log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
+        return -(logp * am[:, p:] * adv[:, None]).sum()
+
+    ref = run(loss_fn, model, ids, am, adv, p)
+    got = run(torch.compile(loss_fn, backend="replay", options=AOT), model, ids, am, adv, p)
+    assert replaycompile.last_stats()["applied"]
+    assert_same_step(ref, got)
+
+
+def test_data_dependent_loss_graph_break():
+    """A loss selecting labelled positions breaks the graph; the model graph still shares its prefix."""
+    model = tiny_model("qwen2")
+    ids, am, adv, p = group_batch()
+    labels = ids.clone()
+    labels[:, :p] = -100
+    labels[am == 0] = -100
+
+    def loss_fn(model, ids, am, adv, p):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits[:, :-1]
+        lab = labels[:, 1:]
+        keep = lab != -100
+        sel = logits[keep]                      # data-dependent shape: graph break
+        return torch.nn.functional.cross_entropy(sel, lab[keep])
+
+    ref = run(loss_fn, model, ids, am, adv, p)
+    got = run(torch.compile(loss_fn, backend="replay", options=AOT), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"], st
+    assert st["tokens_computed"] < st["tokens_in"]
+    assert_same_step(ref, got)
+
+
+def test_generate_and_decode_pass_through():
+    """generate() on a replay-compiled model, and a cached prefill + decode call, equal eager."""
+    model = tiny_model("qwen3").eval()
+    ids, am, _, _ = group_batch(lens=(3, 3, 3, 3), left_pad=0)
+    compiled = torch.compile(model, backend="replay", options=AOT)
+    with torch.no_grad():
+        out_e = model.generate(ids, attention_mask=am, max_new_tokens=4, do_sample=False)
+        out_c = compiled.generate(ids, attention_mask=am, max_new_tokens=4, do_sample=False)
+        assert torch.equal(out_e, out_c)
+        e = model(input_ids=ids, attention_mask=am, use_cache=True)
+        c = compiled(input_ids=ids, attention_mask=am, use_cache=True)
+        torch.testing.assert_close(c.logits, e.logits, rtol=1e-5, atol=1e-5)
+        nxt = e.logits[:, -1].argmax(-1, keepdim=True)
+        am2 = torch.cat([am, torch.ones_like(nxt)], 1)
+        e2 = model(input_ids=nxt, attention_mask=am2, past_key_values=e.past_key_values, use_cache=True)
+        c2 = compiled(input_ids=nxt, attention_mask=am2, past_key_values=c.past_key_values, use_cache=True)
+        torch.testing.assert_close(c2.logits, e2.logits, rtol=1e-5, atol=1e-5)
+
+
+def test_shapes_change_every_call_compiles_at_most_twice():
+    """20 batches of different lengths and packed sizes: the outer graph compiles at most twice (static,
+    then dynamic), and each packed graph once."""
+    model = tiny_model("qwen3")
+    graphs = []
+    orig = backend.ReplayGraph.__init__
+
+    def spy(self, *a, **k):
+        orig(self, *a, **k)
+        graphs.append(self)
+
+    backend.ReplayGraph.__init__ = spy
+    try:
+        compiled = torch.compile(step_loss, backend="replay", options=AOT)
+        for i in range(20):
+            ids, am, adv, p = group_batch(prompt_len=8 + i % 5, lens=(2 + i % 3, 4, 1 + i % 4), seed=i)
+            ref = run(step_loss, model, ids, am, adv, p)
+            got = run(compiled, model, ids, am, adv, p)
+            assert_same_step(ref, got)
+            assert replaycompile.last_stats()["applied"]
+    finally:
+        backend.ReplayGraph.__init__ = orig
+    assert len(graphs) <= 2, f"{len(graphs)} outer compilations"
+    assert sum(g._inner.compiles for g in graphs) <= 2
+    assert replaycompile.last_stats()["recompiles"] == 0
+
+
+def test_too_little_sharing_falls_back_and_says_so(caplog):
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch()
+    ids[1:, 2] = (ids[1:, 2] + torch.arange(1, 4)) % 127 + 1  # every row diverges at its first token
+    ref = run(step_loss, model, ids, am, adv, p)
+    with caplog.at_level(logging.INFO, logger="replaycompile"):
+        got = run(torch.compile(step_loss, backend="replay", options={"inner": "aot_eager"}), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert not st["applied"]
+    assert "min_shared_tokens" in st["fallback_reason"]
+    assert st["tokens_computed"] == ids.numel()
+    assert_same_step(ref, got)
+
+
+_model = None
+_compiled = None
+
+
+def _shared_model():
+    global _model, _compiled
+    if _model is None:
+        _model = tiny_model("qwen3", vocab_size=8)
+        _compiled = torch.compile(_model, backend="replay", options=AOT, dynamic=True)
+    return _model, _compiled
+
+
+@settings(max_examples=12)
+@given(rollout_batches())
+def test_random_prefix_trees_are_exact(batch):
+    """Random prefix trees (groups 1-16, depth 1-3, empty suffixes, identical rows, no sharing, left and right
+    padding, explicit positions): outputs at unpadded positions and every gradient equal eager."""
+    ids, am, pos = batch
+    am = am.long()
+    if int(am.sum()) == 0:
+        return
+    model, compiled = _shared_model()
+    w = torch.randn(ids.shape[0], ids.shape[1], generator=torch.Generator().manual_seed(0))
+
+    def fn(m, ids, am, pos):
+        logits = m(input_ids=ids, attention_mask=am, position_ids=pos, use_cache=False).logits
+        return logits, (logits.log_softmax(-1)[..., 0] * w * am).sum()
+
+    def grads(m):
+        for q in model.parameters():
+            q.grad = None
+        logits, loss = fn(m, ids, am, pos)
+        loss.backward()
+        return logits.detach(), loss.detach(), {k: q.grad.clone() for k, q in model.named_parameters()}
+
+    le, lo_e, ge = grads(model)
+    lc, lo_c, gc = grads(compiled)
+    valid = am.bool()
+    torch.testing.assert_close(lc[valid], le[valid], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lo_c, lo_e, rtol=1e-5, atol=1e-5)
+    for k in ge:
+        torch.testing.assert_close(gc[k], ge[k], rtol=1e-4, atol=1e-5)
+
+
+def test_bf16_within_eager_noise():
+    """bf16: replay differs from eager no more than eager differs from itself on a permuted batch."""
+    model = tiny_model("qwen3", dtype=torch.bfloat16)
+    ids, am, adv, p = group_batch(lens=(6, 5, 6, 4, 6, 3))
+    ref = run(step_loss, model, ids, am, adv, p)
+    perm = torch.tensor([3, 0, 5, 1, 4, 2])
+    alt = run(step_loss, model, ids[perm], am[perm], adv[perm], p)
+    got = run(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
+    assert replaycompile.last_stats()["applied"]
+
+    def worst(a, b):
+        return max(((a[1][k].float() - b[1][k].float()).norm() / b[1][k].float().norm().clamp_min(1e-12)).item()
+                   for k in b[1])
+
+    noise = worst(alt, ref)
+    assert worst(got, ref) <= max(2 * noise, 1e-2), (worst(got, ref), noise)
+    assert abs(got[0].float() - ref[0].float()) <= max(2 * abs(alt[0].float() - ref[0].float()), 1e-2)
+
+
+def test_detach_prefix_is_the_approximation():
+    """detach_prefix: same loss, no gradient through shared tokens (the prompt's embedding rows get none)."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch(left_pad=0)
+    exact = run(step_loss, model, ids, am, adv, p)
+    got = run(torch.compile(step_loss, backend="replay", options={**AOT, "mode": "detach_prefix"}),
+              model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["mode"] == "detach_prefix"
+    torch.testing.assert_close(got[0], exact[0], rtol=1e-5, atol=1e-6)
+    emb = "model.embed_tokens.weight"
+    prompt_only = sorted(set(ids[:, :p - 1].flatten().tolist()) - set(ids[:, p - 1:].flatten().tolist()))
+    assert prompt_only
+    assert exact[1][emb][prompt_only].abs().sum() > 0
+    assert got[1][emb][prompt_only].abs().sum() == 0
+    cos = torch.nn.functional.cosine_similarity(torch.cat([g.flatten() for g in got[1].values()]),
+                                                torch.cat([g.flatten() for g in exact[1].values()]), dim=0)
+    assert cos < 0.9999
+
+
+def test_options_are_validated():
+    with pytest.raises(ValueError, match="unknown option"):
+        replaycompile.parse_options({"moed": "exact"})
+    with pytest.raises(ValueError, match="mode"):
+        replaycompile.parse_options({"mode": "fast"})
+    with pytest.raises(ValueError, match="min_shared_tokens"):
+        replaycompile.parse_options({"min_shared_tokens": -1})
+    with pytest.raises(NotImplementedError, match="triton"):
+        replaycompile.parse_options({"attention": "triton"})
+    assert replaycompile.parse_options({"attention": "torch"}).attention == "torch"
+    with pytest.raises(Exception, match="unknown option"):
+        torch.compile(lambda x: x + 1, backend="replay", options={"bogus": 1})(torch.ones(2))
+
+
+def test_entry_point_in_a_fresh_interpreter():
+    """backend="replay" resolves through the entry point without importing replaycompile first."""
+    code = textwrap.dedent("""
+        import sys, torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+        cfg = AutoConfig.for_model("qwen3", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=1, head_dim=16, vocab_size=64)
+        m = AutoModelForCausalLM.from_config(cfg)
+        assert "replaycompile" not in sys.modules
+        ids = torch.cat([torch.arange(1, 9).expand(3, 8), torch.tensor([[1, 2], [3, 4], [5, 6]])], 1)
+        f = torch.compile(m, backend="replay", options={"inner": "aot_eager", "min_shared_tokens": 1})
+        out = f(input_ids=ids, use_cache=False).logits
+        torch.testing.assert_close(out, m(input_ids=ids, use_cache=False).logits, rtol=1e-5, atol=1e-5)
+        import replaycompile
+        st = replaycompile.last_stats()
+        assert st["applied"] and st["tokens_computed"] == 8 + 6, st
+        print("ok")
+    """)
+    env = {**os.environ, "PYTHONPATH": ""}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
+                         cwd="/")
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
