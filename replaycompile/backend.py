@@ -19,6 +19,7 @@ import torch.fx as fx
 
 from replaycompile.passes.analysis import Decline, GraphAnalysis, analyze
 from replaycompile.passes.rewrite import PackedGraph, rewrite
+from replaycompile.passes.sink_slices import sink_slices
 
 from .plan import ReplayPlan, build_plan
 
@@ -173,16 +174,24 @@ class ReplayGraph:
         self._packed: Callable | None = None
         self._inner = _CountingBackend(opts.inner)
         self.calls = 0
-        self.analysis: GraphAnalysis = analyze(gm)
-        self.reason = self.analysis.reason
+        cid = torch._guards.CompileContext.current_compile_id()
+        # Dynamo's recompile index of this frame (0 on its first compile)
+        self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
         self.packed: PackedGraph | None = None
         self._probed: set = set()
         self._mask_gm = None
-        if self.reason is None:
-            try:
+        try:
+            sink_slices(gm)  # semantics-preserving: the LM head after the loss's slice, not before it
+            self.analysis: GraphAnalysis = analyze(gm)
+            self.reason = self.analysis.reason
+            if self.reason is None:
                 self.packed = rewrite(gm, self.analysis, detach_prefix=opts.mode == "detach_prefix")
-            except Decline as e:
-                self.reason = str(e)
+        except Decline as e:
+            self.reason = str(e)
+        except Exception as e:  # noqa: BLE001 - a bug in a pass must cost speed, never correctness
+            log.exception("replay: internal error while rewriting the graph")
+            self.analysis = GraphAnalysis(reason=str(e))
+            self.reason = f"internal error in the replay passes ({type(e).__name__}: {e}); running unpacked"
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         self._pos = {n: i for i, n in enumerate(placeholders)}
         self.candidate = self.analysis.candidate
@@ -226,7 +235,8 @@ class ReplayGraph:
             "tokens_in": tokens_in,
             "tokens_computed": plan.num_packed if applied else (ids.numel() if ids is not None else None),
             "fallback_reason": reason,
-            "recompiles": max(self._inner.compiles - 1, 0),
+            # Dynamo recompiles of this frame plus recompiles of its packed graph after the first
+            "recompiles": self.frame_recompiles + max(self._inner.compiles - 1, 0),
             "mode": self.opts.mode,
         })
 
@@ -310,7 +320,16 @@ class ReplayGraph:
         for start, stop in self.packed.slices:
             extra.extend(plan.select_columns(start, stop))
         extra = [x.to(dev) for x in extra]
-        out = self._packed_fn()(*args, *extra)
+        first = self._packed is None
+        try:
+            out = self._packed_fn()(*args, *extra)
+        except Exception as e:  # noqa: BLE001
+            if not first:
+                raise
+            # compiling the packed graph failed: fall back for good, correct results first
+            log.exception("replay: compiling the packed graph failed")
+            self.reason = f"compiling the packed graph failed ({type(e).__name__}: {e}); running unpacked"
+            return self._fallback(self.reason, args, plan)
         self._stats(True, None, plan, args)
         return out
 

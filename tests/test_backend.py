@@ -211,7 +211,7 @@ def test_shapes_change_every_call_compiles_at_most_twice():
         backend.ReplayGraph.__init__ = orig
     assert len(graphs) <= 2, f"{len(graphs)} outer compilations"
     assert sum(g._inner.compiles for g in graphs) <= 2
-    assert replaycompile.last_stats()["recompiles"] == 0
+    assert replaycompile.last_stats()["recompiles"] == len(graphs) - 1  # the static-to-dynamic recompile
 
 
 def test_too_little_sharing_falls_back_and_says_so(caplog):

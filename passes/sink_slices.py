@@ -1,0 +1,112 @@
+"""Move slices of leading dims up through per-row ops: ``linear(h)[:, a:b]`` -> ``linear(h[:, a:b])``.
+
+A loss usually slices the logits (``logits[:, P-1:-1]``) after the LM head. Both forms compute the same
+values, but in the second the vocabulary projection runs only on the selected positions; once the analysis
+turns the slice into a re-pack of the selected unique tokens, the LM head, the log-softmax and their
+backward run once per unique predicting token. Semantics-preserving on any graph; runs before the analysis.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx as fx
+
+from .analysis import _LINEAR, _val
+
+_UNARY_METHODS = {"float", "half", "bfloat16", "double", "to", "contiguous", "type_as"}
+_BINARY = {operator.mul, operator.add, operator.sub, operator.truediv, torch.mul, torch.add, torch.sub, torch.div}
+
+
+def _plain_slices(idx):
+    """The slice tuple if ``idx`` is only slices (no None/Ellipsis/ints/tensors), else None."""
+    if isinstance(idx, slice):
+        idx = (idx,)
+    if not isinstance(idx, tuple) or not all(isinstance(x, slice) for x in idx):
+        return None
+    return idx
+
+
+def _touched(idx) -> int:
+    """How many leading dims the slice tuple restricts (full slices at the end do not count)."""
+    k = 0
+    for i, x in enumerate(idx):
+        if not (x.start in (None, 0) and x.stop is None and x.step in (None, 1)):
+            k = i + 1
+    return k
+
+
+def _fake(fn, *args):
+    vals = [_val(a) for a in args]
+    mode = next((v.fake_mode for v in vals if hasattr(v, "fake_mode")), None)
+    if mode is None:
+        return None
+    with mode:
+        return fn(*vals)
+
+
+def sink_slices(gm: fx.GraphModule) -> int:
+    """Rewrite in place; returns how many slices moved."""
+    moved = 0
+    changed = True
+    while changed:
+        changed = False
+        for g in list(gm.graph.nodes):
+            if not (g.op == "call_function" and g.target is operator.getitem):
+                continue
+            x, idx = g.args
+            idx = _plain_slices(idx)
+            if idx is None or not isinstance(x, fx.Node) or len(x.users) != 1 or x.op not in ("call_function",
+                                                                                              "call_method"):
+                continue
+            xv = _val(x)
+            if not isinstance(xv, torch.Tensor):
+                continue
+            k = _touched(idx)
+            if k == 0:  # a full slice is an identity: drop it
+                g.replace_all_uses_with(x)
+                gm.graph.erase_node(g)
+                changed = True
+                continue
+            y = x.args[0] if x.args else None
+            if not isinstance(y, fx.Node) or not isinstance(_val(y), torch.Tensor):
+                continue
+            ok = False
+            if x.op == "call_function" and x.target in _LINEAR:
+                ok = k < xv.dim() and _val(y).dim() == xv.dim()
+            elif x.op == "call_method" and x.target in _UNARY_METHODS:
+                ok = all(not isinstance(a, fx.Node) for a in list(x.args[1:]) + list(x.kwargs.values()))
+            elif x.op == "call_function" and x.target in _BINARY and len(x.args) == 2:
+                a, b = x.args
+                other = b
+                if isinstance(a, fx.Node) and isinstance(b, fx.Node) and _val(b).dim() == xv.dim():
+                    y, other = b, a
+                ov = _val(other) if isinstance(other, fx.Node) else other
+                ok = (_val(y).dim() == xv.dim() and
+                      (not isinstance(ov, torch.Tensor) or ov.dim() <= xv.dim() - k))
+            if not ok:
+                continue
+            with gm.graph.inserting_before(x):
+                new_slice = gm.graph.call_function(operator.getitem, (y, idx))
+                new_slice.meta["example_value"] = _fake(lambda v: v[idx], y)
+                new_args = tuple(new_slice if a is y else a for a in x.args)
+                new_x = gm.graph.create_node(x.op, x.target, new_args, dict(x.kwargs))
+                if x.op == "call_method":
+                    new_x.meta["example_value"] = _fake(lambda v, *r: getattr(v, x.target)(*r, **x.kwargs),
+                                                        *new_args)
+                else:
+                    new_x.meta["example_value"] = _fake(lambda *r: x.target(*r, **x.kwargs), *new_args)
+            if new_slice.meta["example_value"] is None or new_x.meta["example_value"] is None:
+                gm.graph.erase_node(new_x)
+                gm.graph.erase_node(new_slice)
+                continue
+            g.replace_all_uses_with(new_x)
+            gm.graph.erase_node(g)
+            gm.graph.erase_node(x)
+            moved += 1
+            changed = True
+    if moved:
+        gm.graph.lint()
+        gm.recompile()
+    return moved
