@@ -427,6 +427,7 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
     mask_only = _mask_only_nodes(gm, sites)
     roles, kind, space = a.roles, a.kind, a.space
     first_boundary: dict = {}  # row node -> the earliest boundary reason among its packed ancestors
+    replayed: set = set()      # row values computed from replayed activations (token-dependent, per row)
 
     def is_packed(x):
         return isinstance(x, fx.Node) and kind.get(x) == "packed"
@@ -492,8 +493,10 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
             if weights and not token_ins and not any(roles.get(x) and any(roles[x]) for x in ins):
                 a.paramdep.add(n)
             if (token_ins and not per_row and isinstance(r, tuple) and (T in r or BT in r)
-                    and _seq_slice(n, roles, a) is None):
+                    and _seq_slice(n, roles, a) is None and not any(x in replayed for x in ins)):
                 a.tokenfn.add(n)
+            if any(x in replayed for x in ins):
+                replayed.add(n)
             carried = [first_boundary[x] for x in ins if x in first_boundary]
             if carried:
                 first_boundary[n] = carried[0]
@@ -515,6 +518,10 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
             for x in ins:
                 if is_packed(x) or kind.get(x) == "mask" or x in a.tokenfn:
                     continue
+                if x in replayed:
+                    why = first_boundary.get(x) or f"it combines shared activations with `{x.name}`, which " \
+                                                    "left the packed region"
+                    break
                 rx = roles.get(x)
                 if rx and any(role in (B, BT) for role in rx):
                     why = f"it combines shared activations with the per-row value `{x.name}`"
@@ -536,7 +543,10 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
                 continue
         kind[n] = "row"
         roles[n] = r if isinstance(r, tuple) else None
-        reason = f"{_node_desc(n)}: {why}"
+        replayed.add(n)
+        # name the earliest cause: a value that left the packed region upstream of this one
+        inherited = next((first_boundary[x] for x in ins if x in replayed and x in first_boundary), None)
+        reason = inherited or f"{_node_desc(n)}: {why}"
         a.boundaries[n] = reason
         first_boundary[n] = reason
 
@@ -546,6 +556,8 @@ def _seq_slice(n: fx.Node, roles: dict, a: GraphAnalysis):
     if not (n.op == "call_function" and n.target is operator.getitem):
         return None
     base, idx = n.args
+    if isinstance(_val(base), (tuple, list)):
+        return None
     if not isinstance(idx, tuple):
         idx = (idx,)
     br = roles.get(base)
@@ -624,8 +636,8 @@ def _infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
         return _broadcast_roles(n, list(tensors), roles)
     if n.op == "call_function" and n.target is operator.getitem:
         base, idx = n.args
-        if isinstance(_val(base), (tuple, list)):
-            return None
+        if isinstance(_val(base), (tuple, list)):  # an output of chunk/split/unbind
+            return roles.get(base)
         return _getitem_roles(n, roles[base], idx)
     if n.op == "call_function" and n.target in _DROPOUT:
         p = n.kwargs.get("p", n.args[1] if len(n.args) > 1 else 0.5)
@@ -668,6 +680,20 @@ def _infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
         if isinstance(_val(n), (tuple, list)):
             return None
         return tuple((None if i in dims else role) for i, role in enumerate(br) if keep or i not in dims)
+    if name in ("rms_norm", "layer_norm") and br is not None:
+        shape = n.kwargs.get("normalized_shape", n.args[1] if len(n.args) > 1 else None)
+        k = len(shape) if isinstance(shape, (tuple, list)) else 1
+        if any(role is not None for role in br[len(br) - k:]):
+            return f"`{name}` normalises over the sequence or batch axis"
+        return br
+    if name in ("chunk", "split", "tensor_split", "unbind") and br is not None:
+        dim = _dim_arg(n, 2 if name != "unbind" else 1, 0)
+        if br[_norm_dim(dim, len(br))] is not None:
+            return f"`{name}` along the sequence or batch axis"
+        if name == "unbind":
+            d = _norm_dim(dim, len(br))
+            return br[:d] + br[d + 1:]
+        return br
     if name in _ALONG_DIM_NAMES and br is not None:
         dim = _dim_arg(n, 1)
         if dim is None or br[_norm_dim(dim, len(br))] is not None:

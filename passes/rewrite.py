@@ -196,7 +196,7 @@ def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, subs) ->
         if any(not isinstance(s, int) for s in shape):
             raise Decline(f"an expand with a symbolic size at node `{n.name}`")
         return g.call_method("expand", (arg(n.args[0]), shape))
-    if n.op == "call_function" and n.target is operator.getitem:
+    if n.op == "call_function" and n.target is operator.getitem and not isinstance(_val(n.args[0]), (tuple, list)):
         base, idx = n.args
         sl = next((s for s in a.slices if s.node is n), None)
         if not isinstance(idx, tuple):

@@ -69,7 +69,8 @@ class TinyLM(nn.Module):
             x = x + self.conv(x.transpose(1, 2))[..., :t].transpose(1, 2)
             x = x + self.attend(x)
         elif m == "cumsum":
-            x = x + x.cumsum(1) + self.attend(x)
+            x = x + x.cumsum(1)
+            x = x + self.attend(x)
         elif m == "dropout":
             x = x + F.dropout(self.attend(x), p=0.1, training=True)
             x = x + self.attend(x)
