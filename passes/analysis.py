@@ -104,8 +104,8 @@ class AttentionSite:
 class SliceSite:
     """A partial slice of the sequence axis of a packed value: packs the selected tokens again."""
     node: fx.Node
-    start: int
-    stop: int
+    start: Any                    # int, or a SymInt node of the graph (evaluated per call)
+    stop: Any
     space: int                    # index of the packed space it creates (0 is the whole batch)
 
 
@@ -580,17 +580,17 @@ def _seq_slice(n: fx.Node, roles: dict, a: GraphAnalysis):
                 raise Decline(f"{_node_desc(n)} slices the sequence axis with a step")
             start, stop = x.start, x.stop
             for v in (start, stop):
-                if v is not None and not isinstance(v, int):
-                    raise Decline(f"{_node_desc(n)} slices the sequence axis at a symbolic position")
-            seq = a.seq if isinstance(a.seq, int) else None
-            if seq is None and (start not in (None, 0) and start >= 0) and stop is None:
-                return (start, 2**62)
-            if (start in (None, 0)) and stop is None:
-                return None
-            if seq is not None:
-                s0, s1, _ = slice(start, stop).indices(seq)
-                if s0 == 0 and s1 == seq:
+                if v is not None and not isinstance(v, int) and not _is_symint_node(v):
+                    raise Decline(f"{_node_desc(n)} slices the sequence axis at a data-dependent position")
+            symbolic = any(isinstance(v, fx.Node) for v in (start, stop))
+            if not symbolic:
+                if start in (None, 0) and stop is None:
                     return None
+                if isinstance(a.seq, int):
+                    s0, s1, _ = slice(start, stop).indices(a.seq)
+                    if s0 == 0 and s1 == a.seq:
+                        return None
+            # bounds that are SymInt nodes are evaluated per call by the runtime
             return (0 if start is None else start, 2**62 if stop is None else stop)
         d += 1
     return None

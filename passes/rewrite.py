@@ -28,7 +28,7 @@ PLAN_INPUTS = ("gather_index", "columns", "scatter_index", "subtree_end", "seg_q
 @dataclass
 class PackedGraph:
     gm: fx.GraphModule
-    slices: list                    # (start, stop) per extra packed space, in placeholder order
+    num_slices: int                 # extra packed spaces (one per sequence slice), in placeholder order
     detach_prefix: bool
     extra_inputs: list = field(default_factory=list)  # names of the plan placeholders, in order
 
@@ -149,7 +149,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
     g.eliminate_dead_code()
     new_gm = fx.GraphModule(_fresh_root(gm, g), g)
     new_gm.recompile()
-    return PackedGraph(new_gm, [(s.start, s.stop) for s in a.slices], detach_prefix,
+    return PackedGraph(new_gm, len(a.slices), detach_prefix,
                        [f"rc_{p}" for p in PLAN_INPUTS])
 
 
@@ -213,7 +213,7 @@ def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, subs) ->
             else:
                 new_idx.append(slice(None) if br[d] in (B, T, BT) else x)
                 d += 1
-        out = g.call_function(operator.getitem, (arg(base), tuple(new_idx)))
+        out = g.call_function(operator.getitem, (arg(base), fx.node.map_arg(tuple(new_idx), arg)))
         if sl is not None:
             out = g.call_function(torch.index_select, (out, roles.index(T), subs[sl.space - 1][0]))
         return out

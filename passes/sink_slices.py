@@ -87,9 +87,11 @@ def sink_slices(gm: fx.GraphModule) -> int:
                       (not isinstance(ov, torch.Tensor) or ov.dim() <= xv.dim() - k))
             if not ok:
                 continue
-            with gm.graph.inserting_before(x):
+            idx_vals = tuple(slice(_val(x_.start), _val(x_.stop), _val(x_.step)) for x_ in idx)
+            # insert where the old slice stood: its bounds may be computed after ``x``
+            with gm.graph.inserting_before(g):
                 new_slice = gm.graph.call_function(operator.getitem, (y, idx))
-                new_slice.meta["example_value"] = _fake(lambda v: v[idx], y)
+                new_slice.meta["example_value"] = _fake(lambda v: v[idx_vals], y)
                 new_args = tuple(new_slice if a is y else a for a in x.args)
                 new_x = gm.graph.create_node(x.op, x.target, new_args, dict(x.kwargs))
                 if x.op == "call_method":

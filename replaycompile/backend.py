@@ -9,8 +9,10 @@ inputs and runs the packed graph, compiled with dynamic shapes so the packed len
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -115,8 +117,8 @@ class _CountingBackend:
 
 # ------------------------------------------------------------------------------------------------ mask probe
 
-def _mask_module(gm: fx.GraphModule, masks: list) -> fx.GraphModule:
-    """A module computing just the attention masks from the graph's inputs."""
+def _subgraph_module(gm: fx.GraphModule, masks: list) -> fx.GraphModule:
+    """A module computing just ``masks`` (attention masks, symbolic slice bounds) from the graph's inputs."""
     g = fx.Graph()
     env: dict = {}
     needed: set = set()
@@ -161,6 +163,20 @@ def _shared_tokens(plan: ReplayPlan) -> torch.Tensor:
     return torch.bincount(s, minlength=plan.num_packed) >= 2
 
 
+def _not_a_view(x: torch.Tensor) -> torch.Tensor:
+    return x.clone() if x._base is not None else x
+
+
+_code_ids = itertools.count()
+
+
+def _own_code(fn, name: str):
+    """``fn`` with a code object of its own. Dynamo caches compiled code per code object: wrappers that shared
+    one would evict each other (and count as recompiles) once a process holds several replay graphs."""
+    code = fn.__code__.replace(co_name=f"{name}_{next(_code_ids)}")
+    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+
+
 # ------------------------------------------------------------------------------------------------ the graph
 
 class ReplayGraph:
@@ -180,6 +196,7 @@ class ReplayGraph:
         self.packed: PackedGraph | None = None
         self._probed: set = set()
         self._mask_gm = None
+        self._bounds_gm = None
         try:
             sink_slices(gm)  # semantics-preserving: the LM head after the loss's slice, not before it
             self.analysis: GraphAnalysis = analyze(gm)
@@ -196,6 +213,7 @@ class ReplayGraph:
         self._pos = {n: i for i, n in enumerate(placeholders)}
         self.candidate = self.analysis.candidate
         if self.reason is not None:
+            self._plain = self._inner(gm, example_inputs)  # declined for good: compile it as Dynamo gave it
             if self.candidate:
                 _log_once(self.reason)
             else:
@@ -203,12 +221,21 @@ class ReplayGraph:
         else:
             masks = [s.mask for s in self.analysis.attention if s.mask is not None]
             if masks:
-                self._mask_gm = _mask_module(gm, masks)
+                self._mask_gm = _subgraph_module(gm, masks)
+            bounds = [b for s in self.analysis.slices for b in (s.start, s.stop) if isinstance(b, fx.Node)]
+            self._bounds_gm = _subgraph_module(gm, bounds) if bounds else None
 
     # -- the two ways to run it
     def plain(self, *args):
         if self._plain is None:
-            self._plain = self._inner(self.gm, self.example_inputs)
+            # Outside Dynamo's compile context now: retrace through Dynamo (a graph that was declined up
+            # front was compiled in __init__, inside that context, which is the faithful way).
+            gm = self.gm
+
+            def run_plain(*a):
+                return gm(*a)
+
+            self._plain = torch.compile(_own_code(run_plain, "replay_plain"), backend=self._inner, dynamic=True)
         return self._plain(*args)
 
     def _packed_fn(self):
@@ -220,7 +247,8 @@ class ReplayGraph:
             def run_packed(*args):
                 return gm(*args)
 
-            self._packed = torch.compile(run_packed, backend=self._inner, dynamic=True)
+            self._packed = torch.compile(_own_code(run_packed, "replay_packed"), backend=self._inner,
+                                         dynamic=True)
         return self._packed
 
     def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args) -> None:
@@ -317,12 +345,22 @@ class ReplayGraph:
                  plan.seg_kv_ptr, plan.kv_ranges]
         if self.packed.detach_prefix:
             extra.append(_shared_tokens(plan))
-        for start, stop in self.packed.slices:
+        if self._bounds_gm is not None:
+            values = iter(int(v) for v in self._bounds_gm(*args))
+            bound = {n: next(values) for s in self.analysis.slices for n in (s.start, s.stop)
+                     if isinstance(n, fx.Node)}
+        for s in self.analysis.slices:
+            start = bound[s.start] if isinstance(s.start, fx.Node) else s.start
+            stop = bound[s.stop] if isinstance(s.stop, fx.Node) else s.stop
             extra.extend(plan.select_columns(start, stop))
-        extra = [x.to(dev) for x in extra]
+        # Dynamo guards on whether an input is a view (it checks ._base): pass plain tensors, so a view in one
+        # call and a fresh tensor in the next do not recompile the packed graph.
+        extra = [_not_a_view(x.to(dev)) for x in extra]
+        args = [_not_a_view(x) if isinstance(x, torch.Tensor) else x for x in args]
         first = self._packed is None
         try:
-            out = self._packed_fn()(*args, *extra)
+            with torch.fx.experimental._config.patch(use_duck_shape=False):
+                out = self._packed_fn()(*args, *extra)
         except Exception as e:  # noqa: BLE001
             if not first:
                 raise

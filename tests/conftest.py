@@ -12,3 +12,13 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("default")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    """Each test compiles from scratch: Dynamo remembers per function which inputs changed (automatic dynamic),
+    which would let one test's shapes decide another's graphs."""
+    torch._dynamo.reset()
+    yield
