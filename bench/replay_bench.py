@@ -97,6 +97,7 @@ def build_variants(model, prompt_len: int, completion_len: int):
     def loss_replay_model_only(model, ids, am, adv):
         return loss_full(replay_model, ids, am, adv)
 
+    build_variants.loss_full = loss_full
     return {
         "eager (full logits, as written)": loss_full,
         "eager logits_to_keep (TRL baseline)": loss_keep,
@@ -125,6 +126,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="small model and batch (smoke run)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
+    ap.add_argument("--sweep", type=int, nargs="*", default=[],
+                    help="shared-prefix lengths for the min_shared_tokens break-even sweep (e.g. 0 8 32 128)")
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     if args.quick:
@@ -225,11 +228,35 @@ def main(argv=None):
     print(f"no sharing: plain inductor {statistics.median(nt['plain inductor']):.3f}s, replay "
           f"{statistics.median(nt['replay exact']):.3f}s ({100 * (ratio - 1):+.1f}%), applied={st['applied']}, "
           f"reason={st['fallback_reason']!r}")
+    sweep = {}
+    if args.sweep:
+        # break-even of min_shared_tokens: rows sharing only their first k tokens, replay forced on
+        forced = torch.compile(build_variants.loss_full, backend="replay", options={"min_shared_tokens": 0})
+        plain = variants["plain inductor"]
+        for k in args.sweep:
+            ids_k, am_k, adv_k = make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=False, seed=2)
+            ids_k[:, :k] = ids_k[0, :k]
+            bk = (ids_k, am_k, adv_k)
+            step(forced, model, bk)
+            step(plain, model, bk)
+            tf, tp = [], []
+            for _ in range(args.reps):
+                t0 = time.perf_counter()
+                step(plain, model, bk)
+                tp.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                step(forced, model, bk)
+                tf.append(time.perf_counter() - t0)
+            saved = int(am_k.sum()) - replaycompile.last_stats()["tokens_computed"]
+            sweep[k] = statistics.median(tf) / statistics.median(tp)
+            print(f"sharing sweep: first {k} tokens shared ({saved} tokens saved): replay forced "
+                  f"{statistics.median(tf):.3f}s vs plain inductor {statistics.median(tp):.3f}s "
+                  f"({100 * (sweep[k] - 1):+.1f}%)", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(config=cfg, rows=rows, info={k: {kk: vv for kk, vv in v.items() if kk != "stats"}
                                                         for k, v in info.items()},
-                           no_sharing_ratio=ratio), f, indent=1)
+                           no_sharing_ratio=ratio, sharing_sweep=sweep), f, indent=1)
     return 0
 
 

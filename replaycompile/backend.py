@@ -359,7 +359,9 @@ class ReplayGraph:
         args = [_not_a_view(x) if isinstance(x, torch.Tensor) else x for x in args]
         first = self._packed is None
         try:
-            with torch.fx.experimental._config.patch(use_duck_shape=False):
+            # capture_scalar_outputs: with dynamic=True Dynamo passes float module attributes as 0-d tensors
+            # read by .item(); a graph break there would run the packed forward op by op
+            with torch._dynamo.config.patch(capture_scalar_outputs=True):
                 out = self._packed_fn()(*args, *extra)
         except Exception as e:  # noqa: BLE001
             if not first:

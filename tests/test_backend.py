@@ -19,9 +19,12 @@ import replaycompile.backend as backend
 from replaycompile.models import FAMILIES, tiny_model
 
 
-def compiled_step(compiled):
+def compiled_step(compiled, keep=None):
     def fn(model, ids, am, adv, p):
-        return grpo_loss(compiled(input_ids=ids, attention_mask=am, use_cache=False).logits, ids, am, adv, p)
+        logits = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
+        if keep is not None:
+            keep.append(logits.detach())
+        return grpo_loss(logits, ids, am, adv, p)
     return fn
 
 
@@ -32,17 +35,16 @@ def test_model_compile_is_exact(family, impl):
     parameter gradient equal eager's (fp32, relative 1e-5)."""
     model = tiny_model(family, impl)
     ids, am, adv, p = group_batch()
-    ref = run(step_loss, model, ids, am, adv, p)
+    e_logits, r_logits = [], []
+    ref = run(compiled_step(model, e_logits), model, ids, am, adv, p)
     compiled = torch.compile(model, backend="replay", options=AOT)
-    got = run(compiled_step(compiled), model, ids, am, adv, p)
+    got = run(compiled_step(compiled, r_logits), model, ids, am, adv, p)
     st = replaycompile.last_stats()
     assert st["applied"] and st["fallback_reason"] is None
     assert st["rows"] == 4 and st["tokens_in"] == int(am.sum())
     assert st["tokens_computed"] == 10 + 5 + 3 + 6 + 4  # the prompt once, each completion once
     assert_same_step(ref, got)
-    with torch.no_grad():
-        e = model(input_ids=ids, attention_mask=am, use_cache=False).logits
-        r = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
+    (e,), (r,) = e_logits, r_logits
     assert r.shape == e.shape
     valid = am.bool()
     torch.testing.assert_close(r[valid], e[valid], rtol=1e-5, atol=1e-5)
@@ -246,9 +248,10 @@ def test_random_prefix_trees_are_exact(batch):
     """Random prefix trees (groups 1-16, depth 1-3, empty suffixes, identical rows, no sharing, left and right
     padding, explicit positions): outputs at unpadded positions and every gradient equal eager."""
     ids, am, pos = batch
-    am = am.long()
+    am = am.long()  # one input signature for every example, so the graph compiles once (dynamic shapes)
     if int(am.sum()) == 0:
         return
+    pos = (torch.arange(ids.shape[1]) if pos is None else pos).expand(ids.shape[0], -1).contiguous()
     model, compiled = _shared_model()
     w = torch.randn(ids.shape[0], ids.shape[1], generator=torch.Generator().manual_seed(0))
 
