@@ -450,10 +450,13 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
                 if _is_state(n, v):
                     if isinstance(v, torch.nn.Parameter) or "_parameters_" in n.name:
                         a.paramdep.add(n)
-                elif v.dim() >= 1 and same_size(v.shape[0], a.batch):
-                    r[0] = B
-                    if v.dim() >= 2 and same_size(v.shape[1], a.seq):
+                elif v.dim() >= 2 and (same_size(v.shape[0], a.batch) or same_size(v.shape[0], 1)):
+                    # [B, T, ...] per-row data, or [1, T, ...] data that depends on the column only
+                    r[0] = B if same_size(v.shape[0], a.batch) and not same_size(v.shape[0], 1) else None
+                    if same_size(v.shape[1], a.seq):
                         r[1] = T
+                elif v.dim() == 1 and same_size(v.shape[0], a.batch):
+                    r[0] = B
                 roles[n] = tuple(r)
             continue
         if n.op == "output":
@@ -492,6 +495,11 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
             roles[n] = r if isinstance(r, tuple) else None
             if weights and not token_ins and not any(roles.get(x) and any(roles[x]) for x in ins):
                 a.paramdep.add(n)
+            if (token_ins and not per_row and isinstance(r, str) and _prefix_scan(n, roles)
+                    and not any(x in replayed for x in ins)):
+                # cumsum of the mask along the sequence (left-pad-aware positions): its value at (b, t)
+                # depends on the token inputs at (b, <= t) only, which the plan's sharing key covers
+                r = roles[n] = roles[n.args[0]]
             if (token_ins and not per_row and isinstance(r, tuple) and (T in r or BT in r)
                     and _seq_slice(n, roles, a) is None and not any(x in replayed for x in ins)):
                 a.tokenfn.add(n)
@@ -529,6 +537,10 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
                 if rx and T in rx and not positional(x):
                     why = f"it combines shared activations with the per-row value `{x.name}`"
                     break
+                if isinstance(r, tuple) and _misaligned(x, n, r, a):
+                    why = (f"it combines shared activations with `{x.name}`, which has an axis as long as the "
+                           f"batch or the sequence that the analysis cannot identify")
+                    break
         if why is None and isinstance(r, tuple):
             kind[n], roles[n] = "packed", r
             sl = _seq_slice(n, roles, a)
@@ -549,6 +561,35 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
         reason = inherited or f"{_node_desc(n)}: {why}"
         a.boundaries[n] = reason
         first_boundary[n] = reason
+
+
+def _is_elementwise(n: fx.Node) -> bool:
+    return op_name(n) in _ELEMENTWISE_NAMES or (n.op == "call_function" and n.target in (
+        torch.rsqrt, torch.sqrt, torch.exp, torch.tanh, torch.sigmoid, torch.where, torch.neg))
+
+
+def _prefix_scan(n: fx.Node, roles: dict) -> bool:
+    if op_name(n) not in ("cumsum", "cumprod", "cummax") or not n.args or not isinstance(n.args[0], fx.Node):
+        return False
+    br = roles.get(n.args[0])
+    dim = _dim_arg(n, 1)
+    return br is not None and isinstance(dim, int) and br[_norm_dim(dim, len(br))] == T
+
+
+def _misaligned(x: fx.Node, n: fx.Node, out_roles: tuple, a: GraphAnalysis) -> bool:
+    """A role-less tensor broadcast against a packed value along its B or T axis would be silently wrong
+    after packing (it is indexed by row and column, not by packed token)."""
+    if not _is_elementwise(n):
+        return False  # weights of linear/embedding are not broadcast against the tokens
+    xs, out = _shape(x), _shape(n)
+    if xs is None or out is None or any(role is not None for role in (a.roles.get(x) or ())):
+        return False
+    off = len(out) - len(xs)
+    for i, size in enumerate(xs):
+        j = i + off
+        if 0 <= j < len(out_roles) and out_roles[j] is not None and not same_size(size, 1):
+            return True
+    return False
 
 
 def _seq_slice(n: fx.Node, roles: dict, a: GraphAnalysis):
@@ -704,8 +745,7 @@ def _infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
         if br[dim] is not None:
             return "a gather along the sequence or batch axis"
         return "a gather along the vocabulary with per-row indices"  # the rewrite turns it into an indexed replay
-    if name in _ELEMENTWISE_NAMES or (n.op == "call_function" and n.target in (
-            torch.rsqrt, torch.sqrt, torch.exp, torch.tanh, torch.sigmoid, torch.where, torch.neg)):
+    if _is_elementwise(n):
         tensor_ins = [x for x in list(n.args) + list(n.kwargs.values()) if isinstance(x, fx.Node)]
         return _broadcast_roles(n, tensor_ins, roles)
     return f"an op the analysis does not know ({name}) on the sequence axis"

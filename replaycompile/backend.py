@@ -27,9 +27,10 @@ from .plan import ReplayPlan, build_plan
 
 log = logging.getLogger("replaycompile")
 
-# Break-even measured with bench/replay_bench.py's sharing sweep (see README): below about this many tokens
-# saved per batch the plan and the extra indexing cost more than they save.
-DEFAULT_MIN_SHARED_TOKENS = 64
+# Break-even measured with `bench/replay_bench.py --sweep 0 8 32 128` on the reference configuration (2-core
+# CPU): the packed path was faster than the unpacked one even with no shared token (it drops padding and runs
+# causal attention per segment instead of a dense [B, 1, T, T] mask), so by default every batch is packed.
+DEFAULT_MIN_SHARED_TOKENS = 0
 # The attention mask of a graph is verified numerically (a B x T x T evaluation) for each new input shape.
 MAX_MASK_PROBE_ELEMENTS = 1 << 28
 

@@ -185,3 +185,50 @@ def test_graph_without_attention_passes_through_silently():
     (gm,) = capture(lambda x: (x * 2).sum(), torch.ones(3))
     a = analyze(gm)
     assert not a.candidate and not a.applicable
+
+
+class PositionalLM(nn.Module):
+    """Positions computed in the graph from the mask (left-pad aware) and a constant per-column weight."""
+
+    def __init__(self, column_weight=False, vocab=32, dim=16):
+        super().__init__()
+        self.column_weight = column_weight
+        self.base = TinyLM("causal", vocab, dim)
+        self.pos = nn.Embedding(64, dim)
+
+    def forward(self, ids, am):
+        pos = (am.cumsum(-1) - 1).clamp(min=0)
+        x = self.base.emb(ids) + self.pos(pos)
+        if self.column_weight:  # a [T, 1] tensor the analysis cannot tie to the sequence axis
+            x = x * torch.linspace(0.5, 1.5, ids.shape[1])[:, None]
+        x = x + self.base.attend(x)
+        return self.base.head(x)
+
+
+def left_padded(rows=4, prompt=6, own=3, pad=2, vocab=32):
+    ids = shared_ids(rows, prompt, own, vocab)
+    ids = torch.cat([torch.zeros(rows, pad, dtype=torch.long), ids], 1)
+    am = torch.ones_like(ids)
+    am[:, :pad] = 0
+    return ids, am
+
+
+def test_positions_from_a_mask_cumsum_are_shared():
+    """cumsum of the mask along the sequence is a prefix function of the token inputs: still packed."""
+    model = PositionalLM()
+    ids, am = left_padded()
+    y = torch.compile(model, backend="replay", options=AOT)(ids, am)
+    assert replaycompile.last_stats()["applied"], replaycompile.last_stats()
+    valid = am.bool()
+    torch.testing.assert_close(y[valid], model(ids, am)[valid], rtol=1e-5, atol=1e-5)
+
+
+def test_unidentified_sequence_length_axis_is_declined():
+    """A constant with an axis as long as the sequence, broadcast against activations: never packed
+    silently (it would be indexed by column, not by packed token)."""
+    model = PositionalLM(column_weight=True)
+    ids, am = left_padded()
+    y = torch.compile(model, backend="replay", options=AOT)(ids, am)
+    st = replaycompile.last_stats()
+    assert not st["applied"] and "cannot identify" in st["fallback_reason"]
+    torch.testing.assert_close(y, model(ids, am), rtol=1e-5, atol=1e-5)

@@ -222,7 +222,8 @@ def test_too_little_sharing_falls_back_and_says_so(caplog):
     ids[1:, 2] = (ids[1:, 2] + torch.arange(1, 4)) % 127 + 1  # every row diverges at its first token
     ref = run(step_loss, model, ids, am, adv, p)
     with caplog.at_level(logging.INFO, logger="replaycompile"):
-        got = run(torch.compile(step_loss, backend="replay", options={"inner": "aot_eager"}), model, ids, am, adv, p)
+        got = run(torch.compile(step_loss, backend="replay", options={"inner": "aot_eager", "min_shared_tokens": 64}),
+                  model, ids, am, adv, p)
     st = replaycompile.last_stats()
     assert not st["applied"]
     assert "min_shared_tokens" in st["fallback_reason"]
