@@ -19,6 +19,20 @@ import replaycompile.backend as backend
 from replaycompile.models import FAMILIES, tiny_model
 
 
+@pytest.fixture
+def replay_graphs(monkeypatch):
+    """Every ReplayGraph the backend builds during the test."""
+    graphs = []
+    orig = backend.ReplayGraph.__init__
+
+    def spy(self, *a, **k):
+        orig(self, *a, **k)
+        graphs.append(self)
+
+    monkeypatch.setattr(backend.ReplayGraph, "__init__", spy)
+    return graphs
+
+
 def compiled_step(compiled, keep=None):
     def fn(model, ids, am, adv, p):
         logits = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
@@ -63,23 +77,12 @@ def test_whole_step_compile_is_exact(family, impl):
     assert_same_step(ref, got)
 
 
-def test_whole_step_packs_the_vocabulary_projection():
+def test_whole_step_packs_the_vocabulary_projection(replay_graphs):
     """The rewritten graph slices and re-packs before the LM head and reads the targets from packed logits."""
     model = tiny_model("qwen3")
     ids, am, adv, p = group_batch()
-    graphs = []
-    orig = backend.ReplayGraph.__init__
-
-    def spy(self, *a, **k):
-        orig(self, *a, **k)
-        graphs.append(self)
-
-    backend.ReplayGraph.__init__ = spy
-    try:
-        torch.compile(step_loss, backend="replay", options=AOT)(model, ids, am, adv, p)
-    finally:
-        backend.ReplayGraph.__init__ = orig
-    (g,) = graphs
+    torch.compile(step_loss, backend="replay", options=AOT)(model, ids, am, adv, p)
+    (g,) = replay_graphs
     code = g.packed.gm.code
     assert "replay_gather" in code and "rc_sub1_index" in code
     # the vocabulary projection's input is the re-packed slice, not the replayed [B, T, H] tensor
@@ -189,31 +192,20 @@ def test_generate_and_decode_pass_through():
         torch.testing.assert_close(c2.logits, e2.logits, rtol=1e-5, atol=1e-5)
 
 
-def test_shapes_change_every_call_compiles_at_most_twice():
+def test_shapes_change_every_call_compiles_at_most_twice(replay_graphs):
     """20 batches of different lengths and packed sizes: the outer graph compiles at most twice (static,
     then dynamic), and each packed graph once."""
     model = tiny_model("qwen3")
-    graphs = []
-    orig = backend.ReplayGraph.__init__
-
-    def spy(self, *a, **k):
-        orig(self, *a, **k)
-        graphs.append(self)
-
-    backend.ReplayGraph.__init__ = spy
-    try:
-        compiled = torch.compile(step_loss, backend="replay", options=AOT)
-        for i in range(20):
-            ids, am, adv, p = group_batch(prompt_len=8 + i % 5, lens=(2 + i % 3, 4, 1 + i % 4), seed=i)
-            ref = run(step_loss, model, ids, am, adv, p)
-            got = run(compiled, model, ids, am, adv, p)
-            assert_same_step(ref, got)
-            assert replaycompile.last_stats()["applied"]
-    finally:
-        backend.ReplayGraph.__init__ = orig
-    assert len(graphs) <= 2, f"{len(graphs)} outer compilations"
-    assert sum(g._inner.compiles for g in graphs) <= 2
-    assert replaycompile.last_stats()["recompiles"] == len(graphs) - 1  # the static-to-dynamic recompile
+    compiled = torch.compile(step_loss, backend="replay", options=AOT)
+    for i in range(20):
+        ids, am, adv, p = group_batch(prompt_len=8 + i % 5, lens=(2 + i % 3, 4, 1 + i % 4), seed=i)
+        ref = run(step_loss, model, ids, am, adv, p)
+        got = run(compiled, model, ids, am, adv, p)
+        assert_same_step(ref, got)
+        assert replaycompile.last_stats()["applied"]
+    assert len(replay_graphs) <= 2, f"{len(replay_graphs)} outer compilations"
+    assert sum(g._inner.compiles for g in replay_graphs) <= 2
+    assert replaycompile.last_stats()["recompiles"] == len(replay_graphs) - 1  # the static-to-dynamic one
 
 
 def test_too_little_sharing_falls_back_and_says_so(caplog):
