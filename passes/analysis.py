@@ -673,7 +673,8 @@ def _infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
         if ref is None:
             return None
         if ref[_norm_dim(dim, len(ref))] is not None:
-            return "concatenation along the sequence or batch axis"
+            return ("concatenation along the sequence or batch axis (a KV cache? training steps should call the "
+                    "model with use_cache=False)")
         return _broadcast_roles(n, list(tensors), roles)
     if n.op == "call_function" and n.target is operator.getitem:
         base, idx = n.args
