@@ -12,7 +12,7 @@ vocabulary projection runs once per unique selected token. A vocabulary gather w
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.fx as fx
@@ -27,10 +27,8 @@ PLAN_INPUTS = ("gather_index", "columns", "scatter_index", "subtree_end", "seg_q
 
 @dataclass
 class PackedGraph:
-    gm: fx.GraphModule
-    num_slices: int                 # extra packed spaces (one per sequence slice), in placeholder order
-    detach_prefix: bool
-    extra_inputs: list = field(default_factory=list)  # names of the plan placeholders, in order
+    gm: fx.GraphModule              # inputs: the original ones, then rc_<PLAN_INPUTS>, [rc_shared], per slice
+    detach_prefix: bool             # (index, scatter) of its packed space
 
 
 def _shape_arg(roles, shape, n_node):
@@ -149,8 +147,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
     g.eliminate_dead_code()
     new_gm = fx.GraphModule(_fresh_root(gm, g), g)
     new_gm.recompile()
-    return PackedGraph(new_gm, len(a.slices), detach_prefix,
-                       [f"rc_{p}" for p in PLAN_INPUTS])
+    return PackedGraph(new_gm, detach_prefix)
 
 
 def _fresh_root(gm: fx.GraphModule, g: fx.Graph) -> torch.nn.Module:

@@ -70,7 +70,6 @@ def parse_options(options: dict | None) -> ReplayOptions:
 
 # ---------------------------------------------------------------------------------------------------- stats
 
-_local = threading.local()
 _stats_lock = threading.Lock()
 _last_stats: dict | None = None
 _logged_reasons: set = set()
@@ -190,7 +189,6 @@ class ReplayGraph:
         self._plain: Callable | None = None
         self._packed: Callable | None = None
         self._inner = _CountingBackend(opts.inner)
-        self.calls = 0
         cid = torch._guards.CompileContext.current_compile_id()
         # Dynamo's recompile index of this frame (0 on its first compile)
         self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
@@ -319,7 +317,6 @@ class ReplayGraph:
         return None
 
     def __call__(self, *args):
-        self.calls += 1
         if not self.candidate:
             return self.plain(*args)  # nothing to share; leaves last_stats() to the graphs that have
         if self.reason is not None:
