@@ -61,12 +61,14 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
 
     n_tok = [g.call_method("size", (plan["gather_index"], 0))]
     cols = [plan["columns"]]
+    gath = [plan["gather_index"]]
     scat = [plan["scatter_index"]]
     for idx, sc in subs:
         n_tok.append(g.call_method("size", (idx, 0)))
         cols.append(g.call_function(torch.index_select, (plan["columns"], 0, idx)))
+        gath.append(g.call_function(torch.index_select, (plan["gather_index"], 0, idx)))
         scat.append(sc)
-    positional_cache: dict = {}
+    packed_rows: dict = {}  # (row node, space) -> its values at that space's packed tokens
 
     def get_row(x):
         if not isinstance(x, fx.Node):
@@ -96,21 +98,15 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
         if x in packed_env:
             return packed_env[x]
         r = a.roles.get(x)
-        if x in a.tokenfn:
+        positional = r is not None and T in r and B not in r and BT not in r
+        if x in a.tokenfn or positional:
+            # gatherable row values: token-input functions (by row and column) and positional tables (by column)
             key = (x, sp)
-            if key not in positional_cache:
-                val = g.call_function(ops.pack_rows, (get_row(x), r.index(B) if B in r else None,
-                                                      r.index(T) if T in r else r.index(BT),
-                                                      plan["gather_index"], plan["columns"]))
-                if sp:
-                    val = g.call_function(torch.index_select, (val, r.index(T), subs[sp - 1][0]))
-                positional_cache[key] = val
-            return positional_cache[key]
-        if r is not None and T in r and B not in r and BT not in r:
-            key = (x, sp)
-            if key not in positional_cache:
-                positional_cache[key] = g.call_function(ops.pack_positional, (get_row(x), r.index(T), cols[sp]))
-            return positional_cache[key]
+            if key not in packed_rows:
+                bdim = r.index(B) if B in r else None
+                tdim = r.index(T) if T in r else r.index(BT)
+                packed_rows[key] = g.call_function(ops.pack_rows, (get_row(x), bdim, tdim, gath[sp], cols[sp]))
+            return packed_rows[key]
         return get_row(x)
 
     sites = {s.node: s for s in a.attention}
@@ -145,23 +141,9 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
     out_node = next(x for x in old_nodes if x.op == "output")
     g.output(fx.node.map_arg(out_node.args[0], get_row))
     g.eliminate_dead_code()
-    new_gm = fx.GraphModule(_fresh_root(gm, g), g)
+    new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
     return PackedGraph(new_gm, detach_prefix)
-
-
-def _fresh_root(gm: fx.GraphModule, g: fx.Graph) -> torch.nn.Module:
-    """A plain root holding the graph's attributes: Dynamo does not trace again into a GraphModule that it
-    produced itself (its frames are skipped), so the packed graph must not inherit that class."""
-    root = torch.nn.Module()
-    for n in g.nodes:
-        if n.op == "get_attr":
-            obj, name = gm, n.target
-            for part in name.split("."):
-                obj = getattr(obj, part)
-            setattr(root, name.replace(".", "_"), obj)
-            n.target = name.replace(".", "_")
-    return root
 
 
 def _is_vocab_gather(n: fx.Node, a: GraphAnalysis) -> bool:

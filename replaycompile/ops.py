@@ -10,23 +10,23 @@ from __future__ import annotations
 import torch
 
 
+def _restore_order(x: torch.Tensor, bdim: int, tdim: int, rest: list) -> torch.Tensor:
+    """``x`` is [B, T, *rest]: permute B and T back to ``bdim`` and ``tdim``."""
+    order = {bdim: 0, tdim: 1}
+    order.update({d: i + 2 for i, d in enumerate(rest)})
+    return x.permute([order[d] for d in range(len(order))])
+
+
 def pack_rows(x: torch.Tensor, bdim: int | None, tdim: int, gather_index: torch.Tensor,
               columns: torch.Tensor) -> torch.Tensor:
-    """A per-token function of the token inputs, [.., B, .., T, ..] -> size 1 at ``bdim`` and N at ``tdim``.
-    bdim None: no batch axis (or a broadcast one of size 1), so the column decides the value."""
+    """A row value whose entry at (b, t) is fixed by the plan's key, [.., B, .., T, ..] -> size 1 at ``bdim``
+    and N at ``tdim``. bdim None (or a broadcast batch axis of size 1): a positional table such as arange(T)
+    or the rotary cos/sin, whose value the column alone decides."""
     if bdim is None or x.shape[bdim] == 1:
         return x.index_select(tdim, columns)
     rest = [d for d in range(x.dim()) if d != bdim and d != tdim]
     rows = x.permute([bdim, tdim] + rest).flatten(0, 1).index_select(0, gather_index)   # [N, *rest]
-    out = rows.unsqueeze(0)                                                             # [1, N, *rest]
-    order = {bdim: 0, tdim: 1}
-    order.update({d: i + 2 for i, d in enumerate(rest)})
-    return out.permute([order[d] for d in range(x.dim())])
-
-
-def pack_positional(x: torch.Tensor, tdim: int, columns: torch.Tensor) -> torch.Tensor:
-    """A tensor that depends on the column only (arange(T), rotary tables) -> its values at packed tokens."""
-    return x.index_select(tdim, columns)
+    return _restore_order(rows.unsqueeze(0), bdim, tdim, rest)
 
 
 def replay(x: torch.Tensor, scatter: torch.Tensor, bdim: int | None, tdim: int) -> torch.Tensor:
@@ -44,13 +44,7 @@ def replay(x: torch.Tensor, scatter: torch.Tensor, bdim: int | None, tdim: int) 
     rows = x.permute([tdim, bdim] + rest)[:, 0]           # [N, *rest]
     out = rows.index_select(0, idx.reshape(-1)).view(tuple(scatter.shape) + tuple(rows.shape[1:]))
     out = torch.where(valid.view(tuple(scatter.shape) + (1,) * (rows.dim() - 1)), out, out.new_zeros(()))
-    # out is [B, T, *rest]: put B and T back where x had them
-    perm = [0] * x.dim()
-    order = {bdim: 0, tdim: 1}
-    order.update({d: i + 2 for i, d in enumerate(rest)})
-    for d in range(x.dim()):
-        perm[d] = order[d]
-    return out.permute(perm)
+    return _restore_order(out, bdim, tdim, rest)
 
 
 def replay_gather(x: torch.Tensor, scatter: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
