@@ -103,9 +103,12 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
             # gatherable row values: token-input functions (by row and column) and positional tables (by column)
             key = (x, sp)
             if key not in packed_rows:
-                bdim = r.index(B) if B in r else None
-                tdim = r.index(T) if T in r else r.index(BT)
-                packed_rows[key] = g.call_function(ops.pack_rows, (get_row(x), bdim, tdim, gath[sp], cols[sp]))
+                if BT in r:  # a flattened [B*T] axis: its index is b*T + t, which gather_index holds
+                    packed_rows[key] = g.call_function(torch.index_select, (get_row(x), r.index(BT), gath[sp]))
+                else:
+                    bdim = r.index(B) if B in r else None
+                    packed_rows[key] = g.call_function(ops.pack_rows, (get_row(x), bdim, r.index(T), gath[sp],
+                                                                       cols[sp]))
             return packed_rows[key]
         return get_row(x)
 

@@ -232,3 +232,26 @@ def test_unidentified_sequence_length_axis_is_declined():
     st = replaycompile.last_stats()
     assert not st["applied"] and "cannot identify" in st["fallback_reason"]
     torch.testing.assert_close(y, model(ids, am), rtol=1e-5, atol=1e-5)
+
+
+class FlatTokenLM(nn.Module):
+    """A per-token value of the ids in a flattened [B*T] layout meets flattened activations."""
+
+    def __init__(self, vocab=32, dim=16):
+        super().__init__()
+        self.base = TinyLM("causal", vocab, dim)
+
+    def forward(self, ids):
+        x = self.base.emb(ids)
+        x = x + self.base.attend(x)
+        flat = x.reshape(-1, x.shape[-1])
+        flat = flat * (ids.reshape(-1) % 3 + 1)[:, None].float()
+        return self.base.head(flat).view(ids.shape[0], ids.shape[1], -1)
+
+
+def test_flattened_token_values_are_gathered_by_row_and_column():
+    model = FlatTokenLM()
+    ids = shared_ids()
+    y = torch.compile(model, backend="replay", options=AOT)(ids)
+    assert replaycompile.last_stats()["applied"]
+    torch.testing.assert_close(y, model(ids), rtol=1e-5, atol=1e-5)
