@@ -18,7 +18,12 @@ gathered ancestors + itself. On CPU that call is PyTorch's fused flash kernel
 (``_scaled_dot_product_flash_attention_for_cpu``), which also returns the
 log-sum-exp the backward needs. Where that kernel does not apply (other
 devices, head_dim != value_dim, odd dtypes) a chunked per-segment math path is
-used; CUDA gets dedicated Triton kernels later.
+used.
+
+Given a ``BlockLayout`` of the tree (``layout`` non-empty: the six tensors of ``BlockLayout.tensors()`` for blocks
+``block_q`` x ``block_k``, built once per call by the runtime plan), the op runs the Triton block-sparse kernels
+of ``block_sparse_attention.py`` instead (on CUDA; in the Triton interpreter for CPU tensors), with the tree
+rule evaluated from ``subtree_end`` inside partial blocks.
 
 ``replaycompile::tree_attention`` returns (out, lse). Gradients flow to q, k
 and v through ``replaycompile::tree_attention_backward``; lse is marked
@@ -27,8 +32,15 @@ non-differentiable (it is exported for diagnostics / merging, not for losses).
 
 from __future__ import annotations
 
+import logging
+
 import torch
 from torch import Tensor
+
+from . import block_sparse_attention as _triton
+from .block_sparse import BlockLayout
+
+log = logging.getLogger("replaycompile")
 
 __all__ = ["tree_attention", "tree_attention_backward"]
 
@@ -55,6 +67,21 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, subtree_end: Tensor, seg_q: T
 def _use_flash(q: Tensor, v: Tensor) -> bool:
     # The CPU flash kernel needs equal q/k/v head sizes.
     return q.device.type == "cpu" and q.dtype in _FLASH_CPU_DTYPES and q.shape[3] == v.shape[3]
+
+
+_warned: set = set()
+
+
+def _use_triton(q: Tensor, k: Tensor, v: Tensor, layout: list) -> bool:
+    """The Triton kernels run when the caller passed a layout and they support these inputs (else, once, say
+    why and use the PyTorch path: correct results first)."""
+    if not layout:
+        return False
+    why = _triton.supported(q, k, v)
+    if why is not None and why not in _warned:
+        _warned.add(why)
+        log.warning("replay: Triton tree attention cannot run %s; using the PyTorch tree attention", why)
+    return why is None
 
 
 def _segments(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor):
@@ -179,6 +206,9 @@ def tree_attention(
     seg_kv_ptr: Tensor,
     kv_ranges: Tensor,
     scale: float,
+    layout: list[Tensor],
+    block_q: int,
+    block_k: int,
 ) -> tuple[Tensor, Tensor]:
     """Tree attention over a DFS-packed prefix tree.
 
@@ -189,6 +219,9 @@ def tree_attention(
     the computation follows the segment CSR.
     """
     _check_inputs(q, k, v, subtree_end, seg_q)
+    if _use_triton(q, k, v, layout):
+        lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
+        return _triton.forward(q, k, v, lay, scale, tree_end=subtree_end)
     hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
     out = q.new_empty((1, hq, n, dv))
     lse = torch.empty((1, hq, n), dtype=torch.float32, device=q.device)
@@ -213,7 +246,7 @@ def tree_attention(
 
 
 @tree_attention.register_fake
-def _tree_attention_fake(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale):
+def _tree_attention_fake(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k):
     _check_inputs(q, k, v, subtree_end, seg_q)
     hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
     out = q.new_empty((1, hq, n, dv))
@@ -237,6 +270,9 @@ def tree_attention_backward(
     seg_kv_ptr: Tensor,
     kv_ranges: Tensor,
     scale: float,
+    layout: list[Tensor],
+    block_q: int,
+    block_k: int,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Gradients (dq, dk, dv) of ``tree_attention``'s out w.r.t. q, k, v.
 
@@ -246,6 +282,9 @@ def tree_attention_backward(
     """
     # autograd can hand us expanded (stride-0) grads; the kernel wants real strides
     grad_out = grad_out.contiguous()
+    if _use_triton(q, k, v, layout):
+        lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
+        return _triton.backward(grad_out, q, k, v, out, lse, lay, scale, tree_end=subtree_end)
     acc_dt = torch.promote_types(k.dtype, torch.float32)
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk_acc = torch.zeros(k.shape, dtype=acc_dt, device=k.device)
@@ -273,7 +312,8 @@ def tree_attention_backward(
 
 
 @tree_attention_backward.register_fake
-def _tree_attention_backward_fake(grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale):
+def _tree_attention_backward_fake(grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale,
+                                  layout, block_q, block_k):
     # real impl returns fresh contiguous tensors whatever the input strides
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
@@ -282,23 +322,24 @@ def _tree_attention_backward_fake(grad_out, q, k, v, out, lse, subtree_end, seg_
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale = inputs
+    q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k = inputs
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges)
-    ctx.scale = scale
+    ctx.save_for_backward(q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, *layout)
+    ctx.meta = (scale, block_q, block_k)
     # lse is exported for diagnostics; we do not differentiate through it.
     ctx.mark_non_differentiable(lse)
 
 
 def _backward(ctx, grad_out, grad_lse):
     # grad_lse is ignored: lse is non-differentiable (see _setup_context).
-    q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges = ctx.saved_tensors
+    q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, *layout = ctx.saved_tensors
+    scale, block_q, block_k = ctx.meta
     dq = dk = dv = None
     if grad_out is not None and any(ctx.needs_input_grad[:3]):
         dq, dk, dv = tree_attention_backward(
-            grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, ctx.scale
+            grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k
         )
-    return dq, dk, dv, None, None, None, None, None
+    return dq, dk, dv, None, None, None, None, None, [None] * len(layout), None, None
 
 
 tree_attention.register_autograd(_backward, setup_context=_setup_context)

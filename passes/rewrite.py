@@ -27,8 +27,9 @@ PLAN_INPUTS = ("gather_index", "columns", "scatter_index", "subtree_end", "seg_q
 
 @dataclass
 class PackedGraph:
-    gm: fx.GraphModule              # inputs: the original ones, then rc_<PLAN_INPUTS>, [rc_shared], per slice
-    detach_prefix: bool             # (index, scatter) of its packed space
+    gm: fx.GraphModule              # inputs: the original ones, then rc_<PLAN_INPUTS>, [rc_layout_0..5],
+    detach_prefix: bool             # [rc_shared], per slice (index, scatter) of its packed space
+    blocks: tuple[int, int] | None  # (block_q, block_k) of the tree's block layout (Triton attention), or None
 
 
 def _shape_arg(roles, shape, n_node):
@@ -45,7 +46,10 @@ def _shape_arg(roles, shape, n_node):
     return out
 
 
-def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -> PackedGraph:
+def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
+            blocks: tuple[int, int] | None = None) -> PackedGraph:
+    """The packed graph. ``blocks`` given: attention runs the Triton block-sparse kernels on a block layout of
+    the tree with those block sizes, which the caller passes as six more inputs after the plan's."""
     g = fx.Graph()
     row_env: dict = {}
     packed_env: dict = {}
@@ -54,6 +58,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
         if n.op == "placeholder":
             row_env[n] = g.placeholder(n.name, type_expr=n.type)
     plan = {name: g.placeholder(f"rc_{name}") for name in PLAN_INPUTS}
+    layout = [g.placeholder(f"rc_layout_{i}") for i in range(6)] if blocks is not None else []
+    block_q, block_k = blocks if blocks is not None else (0, 0)
     shared = g.placeholder("rc_shared") if detach_prefix else None
     subs = []
     for s in a.slices:
@@ -136,7 +142,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
                 q, kk, v = (g.call_function(ops.detach_rows, (t, shared, 2)) for t in (q, kk, v))
             res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                   (q, kk, v, plan["subtree_end"], plan["seg_q"], plan["seg_kv_ptr"],
-                                   plan["kv_ranges"], s.scale))
+                                   plan["kv_ranges"], s.scale, layout, block_q, block_k))
             packed_env[n] = g.call_function(operator.getitem, (res, 0))
             continue
         packed_env[n] = _emit_packed(g, n, a, lambda x: get_packed(x, sp), n_tok[sp], subs)
@@ -146,7 +152,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False) -
     g.eliminate_dead_code()
     new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
-    return PackedGraph(new_gm, detach_prefix)
+    return PackedGraph(new_gm, detach_prefix, blocks)
 
 
 def _is_vocab_gather(n: fx.Node, a: GraphAnalysis) -> bool:

@@ -23,6 +23,8 @@ from replaycompile.passes.analysis import Decline, GraphAnalysis, analyze
 from replaycompile.passes.rewrite import PackedGraph, rewrite
 from replaycompile.passes.sink_slices import sink_slices
 
+from replaycompile.kernels.block_sparse_attention import default_blocks
+
 from .plan import ReplayPlan, build_plan
 
 log = logging.getLogger("replaycompile")
@@ -61,10 +63,6 @@ def parse_options(options: dict | None) -> ReplayOptions:
     mst = options.get("min_shared_tokens", DEFAULT_MIN_SHARED_TOKENS)
     if isinstance(mst, bool) or not isinstance(mst, int) or mst < 0:
         raise ValueError(f"replay backend: option min_shared_tokens={mst!r} must be a non-negative int")
-    if options.get("attention") == "triton":
-        raise NotImplementedError(
-            "replay backend: attention='triton' needs the Triton block-sparse kernels, which are not built yet; "
-            "use attention='auto' or 'torch' (the CPU/PyTorch tree-attention path)")
     return ReplayOptions(**options)
 
 
@@ -201,7 +199,8 @@ class ReplayGraph:
             self.analysis: GraphAnalysis = analyze(gm)
             self.reason = self.analysis.reason
             if self.reason is None:
-                self.packed = rewrite(gm, self.analysis, detach_prefix=opts.mode == "detach_prefix")
+                self.packed = rewrite(gm, self.analysis, detach_prefix=opts.mode == "detach_prefix",
+                                      blocks=self._attention_blocks(example_inputs))
         except Decline as e:
             self.reason = str(e)
         except Exception as e:  # noqa: BLE001 - a bug in a pass must cost speed, never correctness
@@ -223,6 +222,25 @@ class ReplayGraph:
                 self._mask_gm = _subgraph_module(gm, masks)
             bounds = [b for s in self.analysis.slices for b in (s.start, s.stop) if isinstance(b, fx.Node)]
             self._bounds_gm = _subgraph_module(gm, bounds) if bounds else None
+
+    def _attention_blocks(self, example_inputs) -> tuple[int, int] | None:
+        """Block sizes of the Triton tree attention, or None for the PyTorch path.
+
+        ``attention="triton"`` always takes the kernels (on CPU tensors they run in the Triton interpreter:
+        slow, for testing); ``"auto"`` takes them on CUDA; ``"torch"`` never.
+        """
+        a = self.analysis
+        if self.opts.attention == "torch" or not a.attention:
+            return None
+        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        ids = example_inputs[placeholders.index(a.ids)] if a.ids in placeholders else None
+        device = ids.device.type if isinstance(ids, torch.Tensor) else "cpu"
+        if self.opts.attention == "auto" and device != "cuda":
+            return None
+        q = a.attention[0].q.meta.get("example_value", a.attention[0].q.meta.get("val"))
+        head_dim = int(q.shape[-1]) if isinstance(q, torch.Tensor) else 64
+        dtype = q.dtype if isinstance(q, torch.Tensor) else torch.float32
+        return default_blocks(head_dim, dtype, device)
 
     # -- the two ways to run it
     def plain(self, *args):
@@ -265,6 +283,8 @@ class ReplayGraph:
             # Dynamo recompiles of this frame plus recompiles of its packed graph after the first
             "recompiles": self.frame_recompiles + max(self._inner.compiles - 1, 0),
             "mode": self.opts.mode,
+            "attention": ("triton" if self.packed is not None and self.packed.blocks is not None else "torch")
+            if applied else None,
         })
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):
@@ -341,6 +361,8 @@ class ReplayGraph:
         dev = ids.device
         extra = [plan.gather_index, plan.columns, plan.scatter_index, plan.subtree_end, plan.seg_q,
                  plan.seg_kv_ptr, plan.kv_ranges]
+        if self.packed.blocks is not None:
+            extra.extend(plan.block_layout(*self.packed.blocks).tensors())
         if self.packed.detach_prefix:
             extra.append(_shared_tokens(plan))
         if self._bounds_gm is not None:

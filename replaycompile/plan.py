@@ -48,6 +48,13 @@ class ReplayPlan:
     seg_kv_ptr: torch.Tensor  # [S+1] CSR pointer into kv_ranges
     kv_ranges: torch.Tensor  # [R, 2] ancestor ranges then the own (causal) range
 
+    def block_layout(self, block_q: int, block_k: int):
+        """The tree's block-sparse layout for the Triton attention kernels (``kernels/block_sparse.py``)."""
+        from replaycompile.kernels.block_sparse import BlockLayout, tree_block_mask
+
+        visible, full = tree_block_mask(self.subtree_end, block_q, block_k)
+        return BlockLayout.from_block_masks(visible, full, block_q, block_k, self.num_packed, self.num_packed)
+
     @property
     def num_segments(self) -> int:
         return int(self.seg_q.shape[0])

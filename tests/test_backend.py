@@ -314,8 +314,9 @@ def test_options_are_validated():
         replaycompile.parse_options({"mode": "fast"})
     with pytest.raises(ValueError, match="min_shared_tokens"):
         replaycompile.parse_options({"min_shared_tokens": -1})
-    with pytest.raises(NotImplementedError, match="triton"):
-        replaycompile.parse_options({"attention": "triton"})
+    with pytest.raises(ValueError, match="attention"):
+        replaycompile.parse_options({"attention": "cuda"})
+    assert replaycompile.parse_options({"attention": "triton"}).attention == "triton"
     assert replaycompile.parse_options({"attention": "torch"}).attention == "torch"
     with pytest.raises(Exception, match="unknown option"):
         torch.compile(lambda x: x + 1, backend="replay", options={"bogus": 1})(torch.ones(2))

@@ -18,6 +18,9 @@ from hypothesis import strategies as st
 from replaycompile.kernels.tree_attention import tree_attention
 from replaycompile.kernels.tree_attention_reference import tree_attention_reference
 
+# no block layout: the PyTorch (CPU flash / math) path; the Triton path is tested in test_block_sparse.py
+TORCH_PATH = ([], 0, 0)
+
 
 # ---------------------------------------------------------------- tree helper
 
@@ -178,7 +181,7 @@ def check_tree(tree, hq=2, hkv=2, d=16, dv=None, dtype=torch.float32, seed=0, tr
     ref_out, ref_lse = tree_attention_reference(qr, kr, vr, tree.subtree_end, scale)
     for x in (q, k, v):
         x.requires_grad_(grad)
-    out, lse = tree_attention(q, k, v, *tree.meta(), scale)
+    out, lse = tree_attention(q, k, v, *tree.meta(), scale, *TORCH_PATH)
     assert out.shape == (1, hq, tree.n, dv) and out.dtype == dtype and out.is_contiguous()
     assert lse.shape == (1, hq, tree.n) and lse.dtype == torch.float32
     _close("out", dtype, out, ref_out)
@@ -203,7 +206,7 @@ def test_single_segment_is_plain_causal():
     check_tree(tree)
     # and equals SDPA causal directly
     q, k, v = make_qkv(37, 2, 2, 16, 16, torch.float32, 3)
-    out, _ = tree_attention(q, k, v, *tree.meta(), 0.25)
+    out, _ = tree_attention(q, k, v, *tree.meta(), 0.25, *TORCH_PATH)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.25))
 
 
@@ -277,7 +280,7 @@ def test_math_fallback_chunked(monkeypatch):
 def test_lse_is_not_differentiable():
     tree = build_tree([(-1, 0, 6), (0, 2, 3)])
     q, k, v = (x.requires_grad_() for x in make_qkv(tree.n, 2, 2, 8, 8, torch.float32, 0))
-    out, lse = tree_attention(q, k, v, *tree.meta(), 0.3)
+    out, lse = tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH)
     assert out.requires_grad and not lse.requires_grad
 
 
@@ -290,7 +293,7 @@ def test_paths_equal_causal_sdpa():
     tree = build_tree(random_segs(rng, 2, 10, 25), rng=rng, split_prob=0.1)
     hq, hkv, d = 4, 2, 16
     q, k, v = make_qkv(tree.n, hq, hkv, d, d, torch.float32, 9, transposed=True)
-    out, _ = tree_attention(q, k, v, *tree.meta(), 0.25)
+    out, _ = tree_attention(q, k, v, *tree.meta(), 0.25, *TORCH_PATH)
     for leaf in tree.leaves():
         path = torch.tensor(tree.path_to(leaf))
         want = F.scaled_dot_product_attention(
@@ -339,7 +342,7 @@ def _opcheck_samples():
     ]:
         tree = build_tree(segs)
         q, k, v = make_qkv(tree.n, hq, hkv, 8, 8, torch.float32, 1, transposed=hq == 4)
-        yield (q.requires_grad_(), k.requires_grad_(), v.requires_grad_(), *tree.meta(), 0.35)
+        yield (q.requires_grad_(), k.requires_grad_(), v.requires_grad_(), *tree.meta(), 0.35, *TORCH_PATH)
 
 
 @pytest.mark.parametrize("i", range(3))
@@ -349,10 +352,10 @@ def test_opcheck(i):
 
 
 def test_opcheck_backward_op():
-    q, k, v, *meta, scale = list(_opcheck_samples())[1]
+    q, k, v, *meta, scale, _, _, _ = list(_opcheck_samples())[1]
     q, k, v = q.detach(), k.detach(), v.detach()
-    out, lse = tree_attention(q, k, v, *meta, scale)
-    args = (torch.randn_like(out), q, k, v, out, lse, *meta, scale)
+    out, lse = tree_attention(q, k, v, *meta, scale, *TORCH_PATH)
+    args = (torch.randn_like(out), q, k, v, out, lse, *meta, scale, *TORCH_PATH)
     torch.library.opcheck(torch.ops.replaycompile.tree_attention_backward.default, args)
 
 
@@ -362,7 +365,7 @@ def test_torch_compile_dynamic():
     torch._dynamo.reset()
 
     def fn(q, k, v, se, sq, ptr, rg):
-        out, lse = tree_attention(q, k, v, se, sq, ptr, rg, 0.25)
+        out, lse = tree_attention(q, k, v, se, sq, ptr, rg, 0.25, *TORCH_PATH)
         return out * 2.0, lse
 
     cnt = CompileCounterWithBackend("aot_eager")
