@@ -26,7 +26,6 @@ those are plain JIT functions unless ``TRITON_INTERPRET=1`` was set before Trito
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 import triton

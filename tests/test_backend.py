@@ -77,6 +77,27 @@ def test_whole_step_compile_is_exact(family, impl):
     assert_same_step(ref, got)
 
 
+@pytest.mark.parametrize("family,impl", [("qwen3", "sdpa"), ("llama", "eager")])
+def test_triton_attention_step_is_exact(family, impl):
+    """attention="triton" on CPU: the packed graph's tree attention runs the Triton block-sparse kernels (in
+    the interpreter) forward and backward; loss and every gradient equal eager's."""
+    model = tiny_model(family, impl)
+    ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
+    ref = run(step_loss, model, ids, am, adv, p)
+    compiled = torch.compile(step_loss, backend="replay", options={**AOT, "attention": "triton"})
+    got = run(compiled, model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["attention"] == "triton", st
+    assert_same_step(ref, got)
+
+
+def test_auto_attention_on_cpu_is_the_torch_path():
+    model = tiny_model("qwen3", "sdpa")
+    ids, am, adv, p = group_batch()
+    run(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
+    assert replaycompile.last_stats()["attention"] == "torch"
+
+
 def test_whole_step_packs_the_vocabulary_projection(replay_graphs):
     """The rewritten graph slices and re-packs before the LM head and reads the targets from packed logits."""
     model = tiny_model("qwen3")
