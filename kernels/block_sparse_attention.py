@@ -233,7 +233,7 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SE, QPTR, QIDX, QFULL,
 # Warps/stages are tuned per head dim on GPUs; block sizes are fixed per (head dim, dtype) because the layout
 # (the block lists) is built for one block size before the kernels run.
 def _gpu_configs():
-    return [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3, 4)]
+    return [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -243,7 +243,8 @@ def _kernel(name: str, interpret: bool):
         from triton.runtime.interpreter import InterpretedFunction
         return InterpretedFunction(fn)
     from triton.runtime.jit import JITFunction
-    return triton.autotune(configs=_gpu_configs(), key=["HEAD_DIM", "GROUP", "TREE"])(JITFunction(fn))
+    tuned = triton.autotune(configs=_gpu_configs(), key=["HEAD_DIM", "GROUP", "TREE", "BLOCK_Q", "BLOCK_K"])
+    return tuned(JITFunction(fn))
 
 
 # ------------------------------------------------------------------------------------------------ launchers

@@ -1,0 +1,444 @@
+"""GPU check of the Triton block-sparse attention kernels, in one command, under 5 minutes on an H200.
+
+    python bench/gpu_check.py                # CUDA: writes $OUT/gpu_check.json and .md (or bench/out/ without $OUT)
+    python bench/gpu_check.py --dry-run      # CPU: tiny shapes through the Triton interpreter (checks the script)
+    python bench/gpu_check.py --sweep-blocks # also time the tree kernel at other block sizes (16K prompt)
+
+Stages, each saved to disk as soon as it finishes (a timeout keeps what ran):
+
+1. Correctness in bf16 (and fp32) against the pure-torch references (``tree_attention_reference``,
+   ``masked_attention_reference``): out, lse and all three gradients, for a tree with GQA and ragged lengths and
+   for a random per-head budget. FlexAttention on the same tree is measured against the same reference, as a
+   yardstick for what bf16 GPU attention error looks like.
+2. The replay backend end to end on CUDA (``attention="auto"`` must pick the kernels): loss and gradients of a
+   tiny Qwen3 GRPO step against eager.
+3. Forward+backward time, G=8 completions of one prompt (4K-32K), interleaved round-robin, medians:
+   the tree kernel; FlexAttention given the same mask (its BlockMask); SDPA on the unpacked batch [G, P + C]
+   (the work replay removes); dense causal SDPA of the packed length N (the FLOP-rate yardstick). TFLOP/s counts
+   only visible work: block pairs the kernel visits (block level) and visible token pairs (token level),
+   at 3.5x the forward's 4*D FLOPs per pair (backward = 2.5x forward).
+
+Targets (issue 3, H200): tree fwd+bwd at least as fast as FlexAttention on the same mask, and at least 50% of
+dense SDPA's TFLOP/s on the visible work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+from replaycompile.kernels import block_sparse_attention as bsa
+from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, tree_block_mask
+from replaycompile.kernels.block_sparse_reference import budget_visibility_mask, masked_attention_reference
+from replaycompile.kernels.tree_attention import tree_attention
+from replaycompile.kernels.tree_attention_reference import tree_attention_reference
+
+T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.perf_counter() - T0:6.1f}s] {msg}", flush=True)
+
+
+# ------------------------------------------------------------------------------------------------ trees
+
+
+def branch_tree(prompt: int, lens: list[int]):
+    """A prompt of ``prompt`` tokens and one completion per entry of ``lens`` hanging off its last token, in DFS
+    order: (subtree_end [N], seg_q, seg_kv_ptr, kv_ranges) as the runtime plan would build them."""
+    n = prompt + sum(lens)
+    se = torch.empty(n, dtype=torch.int64)
+    se[:prompt] = n
+    seg_q, ptr, ranges = [[0, prompt]], [0, 1], [[0, prompt]]
+    pos = prompt
+    for c in lens:
+        se[pos:pos + c] = pos + c
+        seg_q.append([pos, pos + c])
+        ranges += [[0, prompt], [pos, pos + c]]
+        ptr.append(len(ranges))
+        pos += c
+    t = lambda x: torch.tensor(x, dtype=torch.int64)  # noqa: E731
+    return se, t(seg_q).reshape(-1, 2), t(ptr), t(ranges).reshape(-1, 2)
+
+
+def visible_pairs(prompt: int, lens: list[int]) -> int:
+    return prompt * (prompt + 1) // 2 + sum(c * prompt + c * (c + 1) // 2 for c in lens)
+
+
+class Tree:
+    def __init__(self, prompt, lens, device, block_q, block_k):
+        self.prompt, self.lens = prompt, lens
+        self.n = prompt + sum(lens)
+        meta = branch_tree(prompt, lens)
+        t = time.perf_counter()
+        self.layout = BlockLayout.from_block_masks(*tree_block_mask(meta[0], block_q, block_k), block_q, block_k,
+                                                   self.n, self.n).to(device)
+        self.layout_ms = (time.perf_counter() - t) * 1e3
+        self.meta = [m.to(device) for m in meta]
+        self.subtree_end = self.meta[0]
+
+    def attention(self, q, k, v, scale):
+        return tree_attention(q, k, v, *self.meta, scale, self.layout.tensors(), self.layout.block_q,
+                              self.layout.block_k)
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def flex_fns(device):
+    """(flex_attention callable, create_block_mask), or None where FlexAttention cannot run a backward (CPU)."""
+    if device.type != "cuda":
+        return None
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    except ImportError:
+        return None
+    fn = torch.compile(flex_attention, dynamic=False)
+    return fn, create_block_mask
+
+
+def tree_block_mask_flex(create_block_mask, subtree_end, n, device):
+    def tree_mask(b, h, q_idx, kv_idx):
+        return (kv_idx <= q_idx) & (q_idx < subtree_end[kv_idx])
+    return create_block_mask(tree_mask, None, None, n, n, device=device, _compile=True)
+
+
+# ------------------------------------------------------------------------------------------------ stages
+
+
+def correctness(args, device, res, save):
+    g = torch.Generator(device="cpu").manual_seed(0)
+    cfgs = []
+    if args.dry_run:
+        cfgs.append(dict(dtype=torch.bfloat16, prompt=37, lens=[5, 9, 3], hq=4, hkv=2, d=16))
+        cfgs.append(dict(dtype=torch.float32, prompt=20, lens=[7, 4], hq=2, hkv=1, d=16))
+    else:
+        cfgs.append(dict(dtype=torch.bfloat16, prompt=1000, lens=[100 + 37 * i for i in range(8)], hq=8, hkv=2,
+                         d=128))
+        cfgs.append(dict(dtype=torch.bfloat16, prompt=777, lens=[90 + 51 * i for i in range(8)], hq=4, hkv=4, d=64))
+        cfgs.append(dict(dtype=torch.float32, prompt=500, lens=[60 + 17 * i for i in range(8)], hq=4, hkv=2, d=128))
+    flex = flex_fns(device)
+    for c in cfgs:
+        dt, d = c["dtype"], c["d"]
+        bq, bk = bsa.default_blocks(d, dt, device.type)
+        tree = Tree(c["prompt"], c["lens"], device, bq, bk)
+        n, scale = tree.n, 1 / math.sqrt(d)
+        q = torch.randn(1, c["hq"], n, d, generator=g).to(device, dt)
+        k = torch.randn(1, c["hkv"], n, d, generator=g).to(device, dt)
+        v = torch.randn(1, c["hkv"], n, d, generator=g).to(device, dt)
+        go = torch.randn(1, c["hq"], n, d, generator=g).to(device, dt)
+        qr, kr, vr = (x.float().requires_grad_() for x in (q, k, v))
+        ro, rl = tree_attention_reference(qr, kr, vr, tree.subtree_end, scale)
+        rgr = torch.autograd.grad(ro, (qr, kr, vr), go.float())
+        qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
+        out, lse = tree.attention(qs, ks, vs, scale)
+        grads = torch.autograd.grad(out, (qs, ks, vs), go)
+        row = dict(case=f"tree {str(dt).replace('torch.', '')} N={n} Hq={c['hq']} Hkv={c['hkv']} D={d} "
+                   f"blocks={bq}x{bk}", out=rel(out, ro), lse_max_abs=(lse - rl).abs().max().item(),
+                   dq=rel(grads[0], rgr[0]), dk=rel(grads[1], rgr[1]), dv=rel(grads[2], rgr[2]))
+        if flex is not None and dt != torch.float32:
+            try:
+                fa, cbm = flex
+                bm = tree_block_mask_flex(cbm, tree.subtree_end, n, device)
+                qf, kf, vf = (x.clone().requires_grad_() for x in (q, k, v))
+                fo = fa(qf, kf, vf, block_mask=bm, scale=scale, enable_gqa=True)
+                fg = torch.autograd.grad(fo, (qf, kf, vf), go)
+                row.update(flex_out=rel(fo, ro), flex_dq=rel(fg[0], rgr[0]), flex_dk=rel(fg[1], rgr[1]),
+                           flex_dv=rel(fg[2], rgr[2]))
+            except Exception as e:  # noqa: BLE001 - the yardstick is optional
+                row["flex_error"] = f"{type(e).__name__}: {e}"[:300]
+        tol = 1e-4 if dt == torch.float32 else 2e-2
+        worst = max(row["out"], row["dq"], row["dk"], row["dv"])
+        row["tolerance"] = tol
+        row["pass"] = bool(worst <= tol and row["lse_max_abs"] <= (1e-3 if dt == torch.float32 else 2e-2))
+        res["correctness"].append(row)
+        log(f"correctness: {row}")
+        save()
+    # a random per-KV-head budget (Sparrow's pattern), bottom-right causal, Nq < Nk
+    nq, nk, hq, hkv, d = (40, 70, 4, 2, 16) if args.dry_run else (1500, 2600, 8, 2, 128)
+    dt = torch.bfloat16
+    bq, bk = bsa.default_blocks(d, dt, device.type)
+    sel = torch.rand(hkv, -(-nq // bq), -(-nk // bk), generator=g) < 0.5
+    lay = BlockLayout.from_block_masks(*causal_block_mask(nq, nk, bq, bk, sel), bq, bk, nq, nk).to(device)
+    q = torch.randn(1, hq, nq, d, generator=g).to(device, dt)
+    k = torch.randn(1, hkv, nk, d, generator=g).to(device, dt)
+    v = torch.randn(1, hkv, nk, d, generator=g).to(device, dt)
+    go = torch.randn(1, hq, nq, d, generator=g).to(device, dt)
+    qr, kr, vr = (x.float().requires_grad_() for x in (q, k, v))
+    ro, rl = masked_attention_reference(qr, kr, vr, budget_visibility_mask(sel, nq, nk, bq, bk), d ** -0.5)
+    rgr = torch.autograd.grad(ro, (qr, kr, vr), go.float())
+    qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
+    out, lse = bsa.block_sparse_attention(qs, ks, vs, lay.tensors(), bq, bk, d ** -0.5)
+    grads = torch.autograd.grad(out, (qs, ks, vs), go)
+    finite = torch.isfinite(rl)
+    row = dict(case=f"budget bf16 Nq={nq} Nk={nk} Hq={hq} Hkv={hkv} D={d} per-head selection",
+               out=rel(out, ro), lse_max_abs=(lse - rl)[finite].abs().max().item(),
+               dq=rel(grads[0], rgr[0]), dk=rel(grads[1], rgr[1]), dv=rel(grads[2], rgr[2]), tolerance=2e-2)
+    row["pass"] = bool(max(row["out"], row["dq"], row["dk"], row["dv"]) <= 2e-2 and row["lse_max_abs"] <= 2e-2)
+    res["correctness"].append(row)
+    log(f"correctness: {row}")
+    save()
+
+
+def end_to_end(args, device, res, save):
+    import replaycompile
+    from replaycompile.models import tiny_model
+
+    torch.manual_seed(0)
+    model = tiny_model("qwen3", "sdpa", hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                       num_key_value_heads=2, head_dim=64, vocab_size=1024).to(device)
+    g = torch.Generator().manual_seed(1)
+    b, p, c = (4, 24, 8) if args.dry_run else (8, 500, 150)
+    prompt = torch.randint(1, 1024, (p,), generator=g)
+    rows, masks = [], []
+    for i in range(b):
+        n = c - (i % 3) * (c // 4)
+        rows.append(torch.cat([prompt, torch.randint(1, 1024, (n,), generator=g), torch.zeros(c - n, dtype=torch.long)]))
+        masks.append(torch.cat([torch.ones(p + n), torch.zeros(c - n)]))
+    ids, am = torch.stack(rows).to(device), torch.stack(masks).long().to(device)
+    adv = torch.randn(b, generator=g).to(device)
+
+    def step(ids, am, adv):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+        logp = logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
+        cm = am[:, p:].float()
+        return -(torch.exp(logp - logp.detach()) * adv[:, None] * cm).sum() / cm.sum()
+
+    def grads_of(fn):
+        model.zero_grad(set_to_none=True)
+        loss = fn(ids, am, adv)
+        loss.backward()
+        return loss.detach(), [q.grad.detach().clone() for q in model.parameters()]
+
+    ref = grads_of(step)
+    opts = {"inner": "aot_eager"}
+    if device.type != "cuda":
+        opts["attention"] = "triton"
+    got = grads_of(torch.compile(step, backend="replay", options=opts))
+    st = replaycompile.last_stats()
+    worst = max(rel(a, b) for a, b in zip(got[1], ref[1]))
+    row = dict(case=f"replay GRPO step, tiny Qwen3 fp32 on {device.type}, B={b}, prompt {p}", applied=st["applied"],
+               attention=st["attention"], tokens_in=st["tokens_in"], tokens_computed=st["tokens_computed"],
+               loss_rel=abs((got[0] - ref[0]).item()) / max(abs(ref[0].item()), 1e-30), worst_grad_rel=worst)
+    row["pass"] = bool(st["applied"] and st["attention"] == "triton" and worst <= 1e-4)
+    res["end_to_end"] = row
+    log(f"end to end: {row}")
+    save()
+
+
+def time_variants(variants: dict, reps: int, device) -> dict:
+    """Round-robin over variants, ``reps`` rounds after one warm-up round; median seconds per variant."""
+    times = {k: [] for k in variants}
+    for r in range(reps + 1):
+        for name, fn in variants.items():
+            sync(device)
+            t = time.perf_counter()
+            fn()
+            sync(device)
+            if r:
+                times[name].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def timings(args, device, res, save, prompts, block_sweep=None):
+    hq, hkv, d = args.heads[0], args.heads[1], args.head_dim
+    dt = torch.bfloat16 if device.type == "cuda" else torch.float32
+    flex = flex_fns(device)
+    g = torch.Generator().manual_seed(0)
+    for prompt in prompts:
+        if time.perf_counter() - T0 > args.deadline:
+            res["skipped"].append(f"prompt {prompt}: past the {args.deadline}s deadline")
+            log(res["skipped"][-1])
+            continue
+        lens = [args.completion] * args.group
+        blocks = block_sweep or [bsa.default_blocks(d, dt, device.type)]
+        trees = {bqk: Tree(prompt, lens, device, *bqk) for bqk in blocks}
+        tree = trees[blocks[0]]
+        n, t_unpacked = tree.n, prompt + args.completion
+        scale = 1 / math.sqrt(d)
+        mk = lambda *shape: torch.randn(*shape, generator=g).to(device, dt)  # noqa: E731
+        q, k, v, go = mk(1, hq, n, d), mk(1, hkv, n, d), mk(1, hkv, n, d), mk(1, hq, n, d)
+        leaves = [x.requires_grad_() for x in (q, k, v)]
+
+        def tree_step(tr):
+            def f():
+                out, _ = tr.attention(*leaves, scale)
+                torch.autograd.grad(out, leaves, go)
+            return f
+
+        variants = {f"tree kernel {bq}x{bk}": tree_step(tr) for (bq, bk), tr in trees.items()}
+        if block_sweep is None:
+            if flex is not None:
+                fa, cbm = flex
+                bm = tree_block_mask_flex(cbm, tree.subtree_end, n, device)
+
+                def flex_step():
+                    out = fa(*leaves, block_mask=bm, scale=scale, enable_gqa=True)
+                    torch.autograd.grad(out, leaves, go)
+                variants["FlexAttention, same mask"] = flex_step
+            # SDPA baselines take K/V expanded to the query heads (GQA support in the fused kernels varies)
+            uq, uk, uv, ugo = (mk(args.group, h, t_unpacked, d).requires_grad_(x)
+                               for h, x in ((hq, True), (hq, True), (hq, True), (hq, False)))
+            dq_, dk_, dv_, dgo = (mk(1, hq, n, d).requires_grad_(x) for x in (True, True, True, False))
+
+            def sdpa_step(a, b_, c_, go_):
+                def f():
+                    out = F.scaled_dot_product_attention(a, b_, c_, is_causal=True, scale=scale)
+                    torch.autograd.grad(out, (a, b_, c_), go_)
+                return f
+            variants[f"SDPA unpacked [{args.group}, {t_unpacked}]"] = sdpa_step(uq, uk, uv, ugo)
+            variants[f"SDPA dense causal [1, {n}]"] = sdpa_step(dq_, dk_, dv_, dgo)
+        log(f"prompt {prompt}: N={n}, warming up {list(variants)}")
+        med = time_variants(variants, args.reps, device)
+        pairs_tok = visible_pairs(prompt, lens)
+        flops_per_pair = 3.5 * 4 * d * hq
+        rows = []
+        for name, t in med.items():
+            if name.startswith("tree kernel"):
+                bq, bk = map(int, name.split()[-1].split("x"))
+                lay = trees[(bq, bk)].layout
+                work_blocks = lay.visited_pairs() * bq * bk
+                work_tok = pairs_tok
+            elif name.startswith("FlexAttention"):
+                work_blocks, work_tok = None, pairs_tok
+            elif name.startswith("SDPA unpacked"):
+                work_blocks, work_tok = None, args.group * t_unpacked * (t_unpacked + 1) // 2
+            else:
+                work_blocks, work_tok = None, n * (n + 1) // 2
+            rows.append(dict(prompt=prompt, n_packed=n, variant=name, ms=t * 1e3,
+                             tflops_blocks=None if work_blocks is None else work_blocks * flops_per_pair / t / 1e12,
+                             tflops_tokens=work_tok * flops_per_pair / t / 1e12,
+                             layout_build_ms=trees[tuple(map(int, name.split()[-1].split("x")))].layout_ms
+                             if name.startswith("tree kernel") else None))
+        base = {r["variant"]: r for r in rows}
+        tk = rows[0]
+        flex_row = base.get("FlexAttention, same mask")
+        dense = next((r for r in rows if r["variant"].startswith("SDPA dense")), None)
+        for r in rows:
+            r["speed_vs_flex"] = flex_row["ms"] / r["ms"] if flex_row else None
+        if dense is not None:
+            tk["vs_dense_sdpa_tflops"] = tk["tflops_blocks"] / dense["tflops_tokens"]
+            tk["target_met"] = bool((flex_row is None or tk["ms"] <= flex_row["ms"]) and tk["vs_dense_sdpa_tflops"] >= 0.5)
+        for r in rows:
+            log(f"timing: {r}")
+        res["block_sweep" if block_sweep else "timings"].extend(rows)
+        save()
+        variants.clear()  # drop the closures (and their tensors) before the next size allocates
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def markdown(res: dict) -> str:
+    out = ["# GPU check: Triton block-sparse attention", "",
+           f"device: {res['device']}; torch {res['torch']}, triton {res['triton']}; wall {res.get('wall_s', 0):.0f}s", ""]
+    out += ["## Correctness (rel. L2 error vs the pure-torch reference; lse max abs)", "",
+            "| case | out | lse | dq | dk | dv | flex out / dq / dk / dv | pass |", "|---|---|---|---|---|---|---|---|"]
+    for r in res["correctness"]:
+        fl = " / ".join(f"{r[k]:.1e}" for k in ("flex_out", "flex_dq", "flex_dk", "flex_dv")) if "flex_out" in r \
+            else r.get("flex_error", "-")
+        out.append(f"| {r['case']} | {r['out']:.1e} | {r['lse_max_abs']:.1e} | {r['dq']:.1e} | {r['dk']:.1e} | "
+                   f"{r['dv']:.1e} | {fl} | {r['pass']} |")
+    if res.get("end_to_end"):
+        e = res["end_to_end"]
+        out += ["", f"End to end: {e['case']}: applied={e['applied']}, attention={e['attention']}, "
+                f"tokens {e['tokens_computed']}/{e['tokens_in']}, loss rel {e['loss_rel']:.1e}, "
+                f"worst grad rel {e['worst_grad_rel']:.1e}, pass={e['pass']}"]
+    for key, title in (("timings", "Forward+backward"), ("block_sweep", "Block-size sweep (tree kernel)")):
+        if not res.get(key):
+            continue
+        out += ["", f"## {title} (median ms, interleaved)", "",
+                "| prompt | N packed | variant | ms | x Flex | TFLOP/s visible blocks | TFLOP/s visible tokens |",
+                "|---|---|---|---|---|---|---|"]
+        for r in res[key]:
+            fx = f"{r['speed_vs_flex']:.2f}" if r.get("speed_vs_flex") else "-"
+            tb = f"{r['tflops_blocks']:.1f}" if r.get("tflops_blocks") else "-"
+            out.append(f"| {r['prompt']} | {r['n_packed']} | {r['variant']} | {r['ms']:.2f} | {fx} | {tb} | "
+                       f"{r['tflops_tokens']:.1f} |")
+        targets = [r for r in res[key] if "target_met" in r]
+        if targets:
+            out += [""] + [f"- prompt {r['prompt']}: tree kernel "
+                           + (f"{r['speed_vs_flex']:.2f}x Flex, " if r.get("speed_vs_flex") else "(no Flex), ")
+                           + f"{r['vs_dense_sdpa_tflops']:.0%} of dense SDPA TFLOP/s: target met = {r['target_met']}"
+                           for r in targets]
+    if res["skipped"]:
+        out += ["", "Skipped: " + "; ".join(res["skipped"])]
+    if res["errors"]:
+        out += ["", "Errors:"] + [f"- {e}" for e in res["errors"]]
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(os.path.dirname(__file__), "out"))
+    ap.add_argument("--prompts", type=int, nargs="+", default=[4096, 8192, 16384, 32768])
+    ap.add_argument("--group", type=int, default=8)
+    ap.add_argument("--completion", type=int, default=1024)
+    ap.add_argument("--heads", type=int, nargs=2, default=[32, 8], metavar=("HQ", "HKV"))
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--deadline", type=float, default=240.0, help="seconds after which no new prompt size starts")
+    ap.add_argument("--sweep-blocks", action="store_true")
+    ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes, Triton interpreter")
+    args = ap.parse_args(argv)
+    device = torch.device("cuda" if torch.cuda.is_available() and not args.dry_run else "cpu")
+    if device.type != "cuda" and not args.dry_run:
+        sys.exit("gpu_check: no CUDA device; run with --dry-run to exercise the script on CPU")
+    if args.dry_run:
+        args.prompts, args.group, args.completion, args.heads, args.head_dim, args.reps = [40, 70], 3, 9, [4, 2], 16, 2
+    os.makedirs(args.out, exist_ok=True)
+    import triton
+    res = dict(device=torch.cuda.get_device_name() if device.type == "cuda" else f"CPU ({platform.processor()}), "
+               "Triton interpreter", torch=torch.__version__, triton=triton.__version__, args=vars(args),
+               correctness=[], end_to_end=None, timings=[], block_sweep=[], skipped=[], errors=[])
+
+    def save():
+        res["wall_s"] = time.perf_counter() - T0
+        with open(os.path.join(args.out, "gpu_check.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        with open(os.path.join(args.out, "gpu_check.md"), "w") as f:
+            f.write(markdown(res))
+
+    stages = [("correctness", lambda: correctness(args, device, res, save)),
+              ("end to end", lambda: end_to_end(args, device, res, save)),
+              ("timings", lambda: timings(args, device, res, save, args.prompts))]
+    if args.sweep_blocks:
+        sweep = [(16, 16), (16, 32)] if args.dry_run else [(64, 64), (128, 64), (64, 128), (128, 128)]
+        stages.append(("block sweep", lambda: timings(args, device, res, save, [args.prompts[min(2, len(args.prompts) - 1)]],
+                                                        block_sweep=sweep)))
+    for name, fn in stages:
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - report and go on: later stages still tell something
+            import traceback
+            traceback.print_exc()
+            res["errors"].append(f"{name}: {type(e).__name__}: {e}"[:500])
+            save()
+    save()
+    print(markdown(res))
+    ok = (all(r["pass"] for r in res["correctness"]) and (res["end_to_end"] or {}).get("pass", False)
+          and not res["errors"])
+    log(f"wrote {args.out}/gpu_check.json and .md; correctness {'PASSED' if ok else 'FAILED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
