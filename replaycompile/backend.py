@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import threading
 import types
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ _OPTIONS: dict[str, tuple] = {
     "attention": ("auto", "torch", "triton"),
     "inner": ("inductor", "aot_eager"),
     "min_shared_tokens": None,  # a non-negative int
+    "schedule": None,  # a SparrowSchedule (or a path to its JSON): sparse decode steps
 }
 
 
@@ -50,6 +52,7 @@ class ReplayOptions:
     attention: str = "auto"
     inner: str = "inductor"
     min_shared_tokens: int = DEFAULT_MIN_SHARED_TOKENS
+    schedule: Any = None
 
 
 def parse_options(options: dict | None) -> ReplayOptions:
@@ -63,6 +66,14 @@ def parse_options(options: dict | None) -> ReplayOptions:
     mst = options.get("min_shared_tokens", DEFAULT_MIN_SHARED_TOKENS)
     if isinstance(mst, bool) or not isinstance(mst, int) or mst < 0:
         raise ValueError(f"replay backend: option min_shared_tokens={mst!r} must be a non-negative int")
+    sched = options.get("schedule")
+    if sched is not None:
+        from replaycompile.sparrow import SparrowSchedule
+        if isinstance(sched, (str, os.PathLike)):
+            options["schedule"] = SparrowSchedule.load(sched)
+        elif not isinstance(sched, SparrowSchedule):
+            raise ValueError(f"replay backend: option schedule={sched!r} must be a SparrowSchedule or the path of "
+                             f"its JSON file")
     return ReplayOptions(**options)
 
 
@@ -394,7 +405,41 @@ class ReplayGraph:
         return out
 
 
+class SparrowGraph:
+    """A graph compiled with a Sparrow schedule: decode steps get budgeted sparse attention (the table is an
+    input read from the schedule at every call); any other graph (prefill, training) is compiled unchanged."""
+
+    def __init__(self, gm: fx.GraphModule, example_inputs: list, opts: ReplayOptions):
+        from replaycompile.passes.sparrow_rewrite import NotDecode, rewrite_decode
+
+        self.schedule = opts.schedule
+        self.structure = self.schedule.structure()
+        inner = _inner_backend(opts.inner)
+        try:
+            gm, self.info = rewrite_decode(gm, self.schedule, use_triton=opts.attention == "triton")
+            self.reason = None
+            example_inputs = list(example_inputs) + [self.schedule.table(padded=True)]
+        except NotDecode as e:
+            self.info, self.reason = None, str(e)
+            log.debug("replay: sparrow: graph left dense: %s", e)
+        self.fn = inner(gm, example_inputs)
+
+    def __call__(self, *args):
+        if self.info is None:
+            return self.fn(*args)
+        if self.schedule.structure() != self.structure:
+            raise ValueError("replay backend: the Sparrow schedule's page size, bucket size, reserved pages or dense "
+                             "layers changed after compiling; only its page table (set_pages) may change. "
+                             "Compile again (torch._dynamo.reset()) to use the new structure.")
+        out = self.fn(*args, self.schedule.table(padded=True))
+        _record({"applied": True, "mode": "sparrow", "sparse_layers": self.info.sparse_layers,
+                 "dense_layers": self.info.dense_layers, "fallback_reason": None})
+        return out
+
+
 def replay(gm: fx.GraphModule, example_inputs: list, options: dict | None = None, **kwargs: Any):
     """The backend function (entry point ``torch_dynamo_backends: replay``)."""
     opts = parse_options({**(options or {}), **kwargs})
+    if opts.schedule is not None:
+        return SparrowGraph(gm, example_inputs, opts)
     return ReplayGraph(gm, example_inputs, opts)

@@ -1,0 +1,332 @@
+"""Sparrow decode attention: a budget node and a budgeted sparse decode op, with a CPU path and a Triton kernel.
+
+``replaycompile::sparrow_budget(mask, table, bucket_tokens)`` is the schedule node of a decode graph: from the
+step's attention mask it reads the KV length, and from the page table (a graph input, so a recalibrated table
+does not recompile) the pages to select at that length. Every sparse layer's
+``replaycompile::sparse_decode`` takes its result.
+
+``sparse_decode`` follows ``sparse_decode_reference.py``: pages of ``page_size`` keys are scored by their
+centroid (mean key) against the GQA group's mean query; the sink and local pages are always kept, plus the
+top-k of the rest; attention runs over the kept pages' visible keys. When the budget covers every page the op
+runs dense decode attention (the same code as ``dense_decode``), so a full budget equals dense decoding exactly.
+
+Page centroids are kept incrementally: a per-cache ``PageState`` holds each page's key sum and count and adds
+only the tokens written since the last step (the first step after prefill sums the prompt once). The state is a
+memo of a pure function of the cache: it is checked against the cache (the first key and the last key summed)
+every step and rebuilt when the cache holds another sequence; ``reset_page_state()`` drops it explicitly.
+
+Paths: on CPU the kept pages are gathered into buffers allocated once per shape and attended with PyTorch's
+SDPA, each GQA group's query heads folded into the query dimension (no repeated K/V); on CUDA a Triton split-K
+kernel reads the kept pages in place (``_decode_kernel``), tested on CPU under the Triton interpreter.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+from torch import Tensor
+
+log = logging.getLogger("replaycompile")
+
+__all__ = ["sparrow_budget", "sparse_decode", "dense_decode", "select_pages", "reset_page_state", "visible_keys"]
+
+
+def visible_keys(mask: Tensor, batch: int) -> Tensor:
+    """bool [B, L] of keys the (single) query may see, from an SDPA mask [B|1, 1, 1, L] (bool, or additive
+    float with 0 for visible)."""
+    m = mask.reshape(mask.shape[0], -1) if mask.dim() > 1 else mask[None]
+    if m.dtype != torch.bool:
+        m = m > torch.finfo(m.dtype).min / 2
+    return m.expand(batch, -1)
+
+
+def _kv_len(visible: Tensor) -> int:
+    any_row = visible.any(0)
+    idx = torch.nonzero(any_row)
+    return int(idx[-1]) + 1 if idx.numel() else 0
+
+
+# ------------------------------------------------------------------------------------------------ budget node
+
+
+@torch.library.custom_op("replaycompile::sparrow_budget", mutates_args=())
+def sparrow_budget(mask: Tensor, table: Tensor, bucket_tokens: int) -> Tensor:
+    """int64 [2] on CPU: (KV length, pages to select by score) for this decode step."""
+    kv_len = _kv_len(visible_keys(mask, mask.shape[0]))
+    bucket = min(max(kv_len - 1, 0) // bucket_tokens, table.shape[0] - 1)
+    return torch.tensor([kv_len, int(table[bucket])], dtype=torch.int64)
+
+
+@sparrow_budget.register_fake
+def _sparrow_budget_fake(mask, table, bucket_tokens):
+    return torch.empty(2, dtype=torch.int64, device="cpu")
+
+
+# ------------------------------------------------------------------------------------------------ page state
+
+
+class PageState:
+    """Per-page key sums and visible-key counts of one KV cache tensor, up to ``upto`` tokens."""
+
+    def __init__(self, k: Tensor, page_size: int):
+        b, hkv, length, d = k.shape
+        self.page_size = page_size
+        n = -(-length // page_size)
+        self.sums = torch.zeros(b, hkv, n, d, dtype=torch.float32, device=k.device)
+        self.counts = torch.zeros(b, n, dtype=torch.float32, device=k.device)
+        self.upto = 0
+        self.first = self.last = None
+
+    def _matches(self, k: Tensor) -> bool:
+        return (self.upto > 0 and torch.equal(k[:, :, 0], self.first)
+                and torch.equal(k[:, :, self.upto - 1], self.last))
+
+    def update(self, k: Tensor, visible: Tensor, kv_len: int) -> None:
+        if self.upto and (kv_len < self.upto or not self._matches(k)):
+            self.sums.zero_()
+            self.counts.zero_()
+            self.upto = 0
+        s, e = self.upto, kv_len
+        if e <= s:
+            return
+        pages = torch.arange(s, e, device=k.device) // self.page_size
+        vis = visible[:, s:e].to(torch.float32)
+        self.sums.index_add_(2, pages, k[:, :, s:e].to(torch.float32) * vis[:, None, :, None])
+        self.counts.index_add_(1, pages, vis)
+        self.upto = e
+        self.first = k[:, :, 0].clone()
+        self.last = k[:, :, e - 1].clone()
+
+    def centroids(self, n_pages: int) -> tuple[Tensor, Tensor]:
+        cnt = self.counts[:, :n_pages]
+        return self.sums[:, :, :n_pages] / cnt[:, None, :, None].clamp_min(1.0), cnt > 0
+
+
+_STATES: dict = {}
+
+
+def reset_page_state() -> None:
+    """Forget every cache's page centroids (a new rollout reuses the same cache buffers)."""
+    _STATES.clear()
+
+
+def _state(k: Tensor, page_size: int, state_key: int) -> PageState:
+    # keyed by the attention site, not the buffer: inside a compiled graph the cache may reach the op as a
+    # fresh functional copy each step
+    key = (state_key, tuple(k.shape), k.dtype, k.device, page_size)
+    st = _STATES.get(key)
+    if st is None:
+        if len(_STATES) > 4096:  # caches come and go across rollouts; keep the memo bounded
+            _STATES.clear()
+        st = _STATES[key] = PageState(k, page_size)
+    return st
+
+
+# ------------------------------------------------------------------------------------------------ selection
+
+
+def select_pages(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, topk: int, page_size: int, sink: int,
+                 local: int, state_key: int = -1) -> Tensor:
+    """int64 [B, Hkv, S] kept page ids per (row, KV head), ascending; S = min(sink + local + topk, pages).
+
+    Reserved pages score +inf and pages without a visible key -inf, so one top-S picks the reserved pages, then
+    the best of the rest, never a page twice. (A short row may pick an empty page: its keys are all invisible.)
+    """
+    b, hq, _, d = q.shape
+    hkv = k.shape[1]
+    n_pages = -(-kv_len // page_size)
+    st = _state(k, page_size, state_key)
+    st.update(k, visible, kv_len)
+    cent, has = st.centroids(n_pages)
+    qm = q.reshape(b, hkv, hq // hkv, d).to(torch.float32).mean(2)
+    scores = torch.matmul(cent, qm[..., None]).squeeze(-1)  # [B, Hkv, n_pages]
+    ids = torch.arange(n_pages, device=q.device)
+    first = torch.where(has.any(1), has.to(torch.int8).argmax(1), 0)  # first page with a visible key, per row
+    reserved = ((ids[None] >= first[:, None]) & (ids[None] < first[:, None] + sink)) | (ids[None] >= n_pages - local)
+    scores = scores.masked_fill(~has[:, None], float("-inf")).masked_fill(reserved[:, None], float("inf"))
+    s = min(sink + local + topk, n_pages)
+    return scores.topk(s, dim=-1, sorted=False).indices.sort(-1).values
+
+
+# ------------------------------------------------------------------------------------------------ CPU paths
+
+
+def dense_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, kv_len: int, scale: float) -> Tensor:
+    """Dense decode attention over the first kv_len cache slots, GQA folded into the query dimension."""
+    b, hq, _, d = q.shape
+    hkv = k.shape[1]
+    qf = q.reshape(b, hkv, hq // hkv, d)
+    mask = visible[:, None, None, :kv_len]
+    out = F.scaled_dot_product_attention(qf, k[:, :, :kv_len], v[:, :, :kv_len], attn_mask=mask, scale=scale)
+    return out.reshape(b, hq, 1, v.shape[-1])
+
+
+_BUFFERS: dict = {}
+
+
+def _buffer(name: str, shape, dtype, device) -> Tensor:
+    """A scratch tensor reused across steps: fresh multi-MB allocations per step cost 2-4x on CPU."""
+    key = (name, tuple(shape), dtype, device)
+    buf = _BUFFERS.get(key)
+    if buf is None:
+        if len(_BUFFERS) > 256:
+            _BUFFERS.clear()
+        buf = _BUFFERS[key] = torch.empty(shape, dtype=dtype, device=device)
+    return buf
+
+
+def _gather_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tensor, page_size: int,
+                   scale: float) -> Tensor:
+    b, hq, _, d = q.shape
+    hkv, length = k.shape[1], k.shape[2]
+    s = pages.shape[-1]
+    tok = (pages[..., None] * page_size + torch.arange(page_size, device=q.device)).reshape(b, hkv, s * page_size)
+    inside = tok < length
+    tok = tok.clamp_max(length - 1)
+    rows = (torch.arange(b * hkv, device=q.device) * length).reshape(b, hkv, 1)
+    flat = (rows + tok).reshape(-1)
+    kf = k.reshape(b * hkv * length, d) if k.is_contiguous() else k.contiguous().reshape(-1, d)
+    vf = v.reshape(b * hkv * length, v.shape[-1]) if v.is_contiguous() else v.contiguous().reshape(-1, v.shape[-1])
+    kg = torch.index_select(kf, 0, flat, out=_buffer("k", (flat.numel(), d), k.dtype, k.device))
+    vg = torch.index_select(vf, 0, flat, out=_buffer("v", (flat.numel(), vf.shape[-1]), v.dtype, v.device))
+    vis = visible.gather(1, tok.reshape(b, -1)).reshape(b, hkv, -1) & inside
+    qf = q.reshape(b, hkv, hq // hkv, d)
+    out = F.scaled_dot_product_attention(qf, kg.view(b, hkv, -1, d), vg.view(b, hkv, -1, vf.shape[-1]),
+                                         attn_mask=vis[:, :, None, :], scale=scale)
+    return out.reshape(b, hq, 1, vf.shape[-1])
+
+
+# ------------------------------------------------------------------------------------------------ Triton kernel
+
+
+def _decode_kernel(Q, K, V, VIS, PAGES, O_ACC, O_M, O_L,
+                   s_qb, s_qh, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd, s_visb,
+                   n_sel, length, pages_per_split, scale_log2,
+                   GROUP: tl.constexpr, BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                   PAGE: tl.constexpr, PAGES_PER_ITER: tl.constexpr, N_SPLIT: tl.constexpr, UPCAST: tl.constexpr):
+    """One (row, KV head, split): online softmax over its share of the kept pages; unnormalised partials out."""
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    sp = tl.program_id(2)
+    hkv = tl.num_programs(1)
+    BLOCK_N: tl.constexpr = PAGE * PAGES_PER_ITER
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_n = tl.arange(0, BLOCK_N)
+    g_valid = offs_g < GROUP
+    d_valid = offs_d < HEAD_DIM
+    q = tl.load(Q + b * s_qb + (h * GROUP + offs_g[:, None]) * s_qh + offs_d[None, :] * s_qd,
+                mask=g_valid[:, None] & d_valid[None, :], other=0.0)
+    if UPCAST:
+        q = q.to(tl.float32)
+    m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
+    l_i = tl.full([BLOCK_G], 0.0, dtype=tl.float32)
+    acc = tl.full([BLOCK_G, BLOCK_D], 0.0, dtype=tl.float32)
+    p_start = sp * pages_per_split
+    p_end = tl.minimum(p_start + pages_per_split, n_sel)
+    page_base = PAGES + (b * hkv + h) * n_sel
+    for j in range(p_start, p_end, PAGES_PER_ITER):
+        slot = j + offs_n // PAGE
+        slot_ok = slot < p_end
+        page = tl.load(page_base + slot, mask=slot_ok, other=0)
+        pos = page * PAGE + offs_n % PAGE
+        ok = slot_ok & (pos < length)
+        vis = tl.load(VIS + b * s_visb + pos, mask=ok, other=0) != 0
+        ok = ok & vis
+        kt = tl.load(K + b * s_kb + h * s_kh + pos[None, :] * s_kn + offs_d[:, None] * s_kd,
+                     mask=ok[None, :] & d_valid[:, None], other=0.0)
+        v = tl.load(V + b * s_vb + h * s_vh + pos[:, None] * s_vn + offs_d[None, :] * s_vd,
+                    mask=ok[:, None] & d_valid[None, :], other=0.0)
+        if UPCAST:
+            kt = kt.to(tl.float32)
+            v = v.to(tl.float32)
+        s = tl.dot(q, kt) * scale_log2
+        s = tl.where(ok[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.reduce(s, 1, tl.standard._elementwise_max))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.math.exp2(s - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.reduce(p, 1, tl.standard._sum_combine)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    base = ((b * hkv + h) * N_SPLIT + sp) * BLOCK_G
+    tl.store(O_ACC + (base + offs_g[:, None]) * BLOCK_D + offs_d[None, :], acc)
+    tl.store(O_M + base + offs_g, m_i)
+    tl.store(O_L + base + offs_g, l_i)
+
+
+@functools.lru_cache(maxsize=None)
+def _decode_fn(interpret: bool):
+    if interpret:
+        from triton.runtime.interpreter import InterpretedFunction
+        return InterpretedFunction(_decode_kernel)
+    from triton.runtime.jit import JITFunction
+    return JITFunction(_decode_kernel)
+
+
+def triton_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tensor, page_size: int,
+                  scale: float, n_split: int | None = None, pages_per_iter: int = 4) -> Tensor:
+    """Split-K decode over the kept pages (int [B, Hkv, S]) read in place from the cache."""
+    b, hq, _, d = q.shape
+    hkv, length = k.shape[1], k.shape[2]
+    g = hq // hkv
+    s = pages.shape[-1]
+    interpret = q.device.type != "cuda"
+    if n_split is None:  # enough programs to fill the GPU, each over a few iterations
+        n_split = 1 if interpret else max(1, min(64, triton.cdiv(s, 4 * pages_per_iter)))
+    per = triton.cdiv(triton.cdiv(s, n_split), pages_per_iter) * pages_per_iter
+    n_split = triton.cdiv(s, per)
+    block_g = max(16, triton.next_power_of_2(g))
+    block_d = max(16, triton.next_power_of_2(d))
+    acc = torch.empty(b, hkv, n_split, block_g, block_d, dtype=torch.float32, device=q.device)
+    m = torch.empty(b, hkv, n_split, block_g, dtype=torch.float32, device=q.device)
+    lsum = torch.empty_like(m)
+    vis8 = visible.to(torch.int8)
+    pages32 = pages.to(torch.int32).contiguous()
+    _decode_fn(interpret)[(b, hkv, n_split)](
+        q, k, v, vis8, pages32, acc, m, lsum,
+        q.stride(0), q.stride(1), q.stride(3), *k.stride(), *v.stride(), vis8.stride(0),
+        s, length, per, scale * 1.4426950408889634,
+        GROUP=g, BLOCK_G=block_g, HEAD_DIM=d, BLOCK_D=block_d, PAGE=page_size, PAGES_PER_ITER=pages_per_iter,
+        N_SPLIT=n_split, UPCAST=interpret and q.dtype == torch.bfloat16)
+    mx = m.amax(2, keepdim=True)
+    w = torch.exp2(m - torch.where(torch.isinf(mx), 0.0, mx)).nan_to_num(0.0)  # [B, Hkv, split, G]
+    num = (w[..., None] * acc).sum(2)
+    den = (w * lsum).sum(2)
+    out = num / torch.where(den == 0, 1.0, den)[..., None]
+    return out[:, :, :g, :d].reshape(b, hq, 1, d).to(q.dtype)
+
+
+# ------------------------------------------------------------------------------------------------ the op
+
+
+@torch.library.custom_op("replaycompile::sparse_decode", mutates_args=())
+def sparse_decode(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, budget: Tensor, scale: float, page_size: int,
+                  sink: int, local: int, use_triton: bool, state_key: int) -> Tensor:
+    """Budgeted sparse decode attention: q [B, Hq, 1, D], the cache k/v [B, Hkv, L, D], the step's SDPA mask,
+    ``budget`` from ``sparrow_budget``; ``state_key`` names the attention site whose page centroids to keep.
+    Returns [B, Hq, 1, D] in q.dtype."""
+    b = q.shape[0]
+    visible = visible_keys(mask, b)
+    kv_len, topk = (int(x) for x in budget.tolist())
+    n_pages = -(-kv_len // page_size)
+    triton_ok = use_triton or q.device.type == "cuda"
+    if sink + local + topk >= n_pages:
+        if triton_ok:
+            pages = torch.arange(n_pages, device=q.device).expand(b, k.shape[1], n_pages)
+            return triton_decode(q, k, v, visible, pages, page_size, scale)
+        return dense_decode(q, k, v, visible, kv_len, scale)
+    pages = select_pages(q, k, visible, kv_len, topk, page_size, sink, local, state_key)
+    if triton_ok:
+        return triton_decode(q, k, v, visible, pages, page_size, scale)
+    return _gather_decode(q, k, v, visible, pages, page_size, scale)
+
+
+@sparse_decode.register_fake
+def _sparse_decode_fake(q, k, v, mask, budget, scale, page_size, sink, local, use_triton, state_key):
+    return q.new_empty(q.shape[:3] + (v.shape[-1],))

@@ -1,0 +1,75 @@
+"""Reference Sparrow decode attention: the specification the fast paths (CPU and Triton) are tested against.
+
+One decode step: each row b has one query per query head and a KV cache [B, Hkv, L, D] of which ``visible[b, t]``
+marks the real, already-written tokens. The cache is cut into pages of ``page_size`` tokens. Per (row, KV head):
+
+* a page's **centroid** is the mean of its visible keys; pages without a visible key are never scored;
+* the **score** of a page is its centroid against the mean query of the GQA group;
+* **reserved pages** are always kept: ``sink`` pages from the row's first visible page, and ``local`` pages
+  ending at the page of the last token;
+* the ``topk`` best-scoring pages among the rest are kept too (fewer if fewer exist);
+* attention is ordinary softmax attention over the visible keys of the kept pages.
+
+When reserved + top-k covers every page, this is dense decode attention exactly.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["select_pages_reference", "sparse_decode_reference", "dense_decode_reference"]
+
+
+def select_pages_reference(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, topk: int, page_size: int,
+                           sink: int, local: int) -> Tensor:
+    """bool [B, Hkv, n_pages]: the pages kept for each (row, KV head)."""
+    b, hq, _, d = q.shape
+    hkv = k.shape[1]
+    n_pages = -(-kv_len // page_size)
+    kept = torch.zeros(b, hkv, n_pages, dtype=torch.bool)
+    for bi in range(b):
+        vis_t = visible[bi, :kv_len].cpu()
+        page_has = torch.zeros(n_pages, dtype=torch.bool)
+        for p in range(n_pages):
+            page_has[p] = bool(vis_t[p * page_size:(p + 1) * page_size].any())
+        first = int(torch.nonzero(page_has)[0]) if bool(page_has.any()) else 0
+        reserved = set(range(first, min(first + sink, n_pages))) | set(range(max(n_pages - local, 0), n_pages))
+        for h in range(hkv):
+            qm = q[bi, h * (hq // hkv):(h + 1) * (hq // hkv), 0].double().mean(0)
+            scores = {}
+            for p in range(n_pages):
+                if p in reserved or not page_has[p]:
+                    continue
+                toks = [t for t in range(p * page_size, min((p + 1) * page_size, kv_len)) if vis_t[t]]
+                centroid = k[bi, h, toks].double().mean(0)
+                scores[p] = float(centroid @ qm)
+            best = sorted(scores, key=lambda p: (-scores[p], p))[:topk]
+            for p in reserved | set(best):
+                kept[bi, h, p] = True
+    return kept
+
+
+def sparse_decode_reference(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, kept: Tensor, page_size: int,
+                            scale: float) -> Tensor:
+    """Attention of q [B, Hq, 1, D] over the visible keys of the kept pages (``kept`` [B, Hkv, n_pages]); float64
+    math, returned in q.dtype. A row with nothing to attend to gets zeros."""
+    b, hq, _, d = q.shape
+    hkv = k.shape[1]
+    g = hq // hkv
+    n_pages = kept.shape[2]
+    kv_len = min(n_pages * page_size, k.shape[2])
+    page_of = torch.arange(kv_len) // page_size
+    allowed = kept[:, :, page_of] & visible[:, None, :kv_len].cpu()  # [B, Hkv, kv_len]
+    qf = q.double().reshape(b, hkv, g, d)
+    s = qf @ k[:, :, :kv_len].double().transpose(-1, -2) * scale  # [B, Hkv, g, kv_len]
+    s = s.masked_fill(~allowed[:, :, None, :].to(q.device), float("-inf"))
+    p = torch.softmax(s, -1).nan_to_num(0.0)
+    out = p @ v[:, :, :kv_len].double()
+    return out.reshape(b, hq, 1, -1).to(q.dtype)
+
+
+def dense_decode_reference(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, kv_len: int, scale: float) -> Tensor:
+    n_pages = -(-kv_len // 16)
+    kept = torch.ones(q.shape[0], k.shape[1], n_pages, dtype=torch.bool)
+    return sparse_decode_reference(q, k, v, visible, kept, 16, scale)

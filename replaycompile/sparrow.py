@@ -1,0 +1,258 @@
+"""Sparrow: sparse rollouts with a budget schedule, the acceptance metric, calibration, and the loss correction.
+
+Sparrow decodes with block-sparse attention over 16-token pages whose budget grows with the KV length. The
+budget comes from a :class:`SparrowSchedule` (a piecewise-constant table of pages kept per bucket of KV length),
+calibrated so that the **5th percentile** of per-token acceptance ``alpha = sum_x min(p_dense(x), p_sparse(x))``
+stays above a target (about 0.86) in every position bin: the mean hides the few tokens that go badly wrong.
+
+Files we read are JSON (schedules); nothing here unpickles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = ["SparrowSchedule", "acceptance", "acceptance_topk", "acceptance_summary", "tis_policy_loss"]
+
+_FORMAT = "replaycompile.sparrow_schedule"
+_VERSION = 1
+
+
+# The table enters compiled decode graphs padded to this many buckets (with its last value), so that a
+# recalibrated table of another length is new data for the same graph, never a new graph.
+MAX_BUCKETS = 256
+
+
+@dataclass
+class SparrowSchedule:
+    """Pages kept per bucket of total KV length, plus the always-kept pages and the dense layers.
+
+    ``pages[i]`` is the number of top-scoring pages selected (beyond the reserved ones) while the KV length is in
+    bucket ``i`` = ``[i * bucket_tokens, (i + 1) * bucket_tokens)``; the last entry holds for longer contexts.
+    Reserved pages are always kept: ``sink_pages`` at the start of each row's real tokens and ``local_pages``
+    ending at the current token. Layers listed in ``dense_layers`` attend densely. Prefill is always dense.
+
+    A compiled decode step reads ``pages`` on every call: ``set_pages`` (a recalibration) takes effect at the next
+    step without recompiling. The other fields are fixed once a step is compiled with the schedule.
+    """
+
+    pages: tuple[int, ...]
+    bucket_tokens: int = 2048
+    page_size: int = 16
+    sink_pages: int = 1
+    local_pages: int = 2
+    dense_layers: tuple[int, ...] = (0, 1)
+
+    def __post_init__(self):
+        self.pages = tuple(self.pages)
+        self.dense_layers = tuple(self.dense_layers)
+        self.validate()
+
+    def set_pages(self, pages) -> None:
+        """Replace the page table (validated first; the schedule is unchanged if it is invalid)."""
+        SparrowSchedule(pages=tuple(pages), **{k: v for k, v in self.structure().items()})
+        self.pages = tuple(pages)
+
+    def structure(self) -> dict:
+        """The fields a compiled decode graph bakes in (everything but the page table)."""
+        return dict(bucket_tokens=self.bucket_tokens, page_size=self.page_size, sink_pages=self.sink_pages,
+                    local_pages=self.local_pages, dense_layers=tuple(self.dense_layers))
+
+    # -- validation
+    def validate(self) -> None:
+        def is_int(x):
+            return isinstance(x, int) and not isinstance(x, bool)
+
+        if not self.pages:
+            raise ValueError("SparrowSchedule: `pages` is empty; give at least one bucket's page count")
+        if len(self.pages) > MAX_BUCKETS:
+            raise ValueError(f"SparrowSchedule: {len(self.pages)} buckets; at most {MAX_BUCKETS} are supported "
+                             f"(use larger bucket_tokens)")
+        bad = [(i, p) for i, p in enumerate(self.pages) if not is_int(p) or p < 0]
+        if bad:
+            raise ValueError(f"SparrowSchedule: pages[{bad[0][0]}] = {bad[0][1]!r} is not a non-negative int")
+        drops = [i for i in range(1, len(self.pages)) if self.pages[i] < self.pages[i - 1]]
+        if drops:
+            i = drops[0]
+            raise ValueError(f"SparrowSchedule: the page table must not decrease with the KV length, but bucket {i} "
+                             f"keeps {self.pages[i]} pages after bucket {i - 1} kept {self.pages[i - 1]}")
+        if not is_int(self.page_size) or self.page_size < 1 or self.page_size & (self.page_size - 1):
+            raise ValueError(f"SparrowSchedule: page_size={self.page_size!r} must be a power of two")
+        if not is_int(self.bucket_tokens) or self.bucket_tokens < self.page_size or self.bucket_tokens % self.page_size:
+            raise ValueError(f"SparrowSchedule: bucket_tokens={self.bucket_tokens!r} must be a positive multiple of "
+                             f"page_size={self.page_size}")
+        for name in ("sink_pages", "local_pages"):
+            v = getattr(self, name)
+            if not is_int(v) or v < 0:
+                raise ValueError(f"SparrowSchedule: {name}={v!r} must be a non-negative int")
+        if self.local_pages < 1:
+            raise ValueError("SparrowSchedule: local_pages must be at least 1 (the page holding the current token)")
+        if any(not is_int(x) or x < 0 for x in self.dense_layers) or len(set(self.dense_layers)) != len(self.dense_layers):
+            raise ValueError(f"SparrowSchedule: dense_layers={self.dense_layers!r} must be distinct non-negative ints")
+
+    # -- budget
+    def bucket(self, kv_len: int) -> int:
+        return min(max(kv_len - 1, 0) // self.bucket_tokens, len(self.pages) - 1)
+
+    def topk_pages(self, kv_len: int) -> int:
+        """Pages chosen by score at this KV length (reserved pages not included)."""
+        return self.pages[self.bucket(kv_len)]
+
+    def budget(self, kv_len: int) -> int:
+        """Pages attended in total at this KV length: top-k plus reserved, at most the pages that exist."""
+        n_pages = -(-kv_len // self.page_size)
+        return min(n_pages, self.topk_pages(kv_len) + self.sink_pages + self.local_pages)
+
+    def budget_tokens(self, kv_len: int) -> int:
+        return min(kv_len, self.budget(kv_len) * self.page_size)
+
+    def table(self, device=None, padded: bool = False) -> Tensor:
+        """The page table as int64 (the schedule's graph input), ``padded`` to MAX_BUCKETS with its last value."""
+        self.validate()
+        pages = list(self.pages) + [self.pages[-1]] * (MAX_BUCKETS - len(self.pages) if padded else 0)
+        return torch.tensor(pages, dtype=torch.int64, device=device)
+
+    @classmethod
+    def fixed(cls, pages: int, **kw) -> "SparrowSchedule":
+        """A constant budget (one bucket)."""
+        return cls(pages=(pages,), **kw)
+
+    @classmethod
+    def dense(cls, **kw) -> "SparrowSchedule":
+        """A schedule that keeps every page up to 2M tokens: sparse decoding then equals dense decoding."""
+        return cls(pages=(1 << 17,), **kw)
+
+    # -- JSON
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["pages"], d["dense_layers"] = list(self.pages), list(self.dense_layers)
+        return {"format": _FORMAT, "version": _VERSION, **d}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SparrowSchedule":
+        if not isinstance(d, dict):
+            raise ValueError(f"a Sparrow schedule is a JSON object, got {type(d).__name__}")
+        d = dict(d)
+        fmt, ver = d.pop("format", _FORMAT), d.pop("version", _VERSION)
+        if fmt != _FORMAT:
+            raise ValueError(f"not a Sparrow schedule: format {fmt!r} (expected {_FORMAT!r})")
+        if ver != _VERSION:
+            raise ValueError(f"Sparrow schedule version {ver!r} is not supported (this build reads {_VERSION})")
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"Sparrow schedule: unknown field(s) {unknown}; known fields are {sorted(known)}")
+        if "pages" not in d:
+            raise ValueError("Sparrow schedule: missing field 'pages'")
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> "SparrowSchedule":
+        return cls.from_dict(json.loads(text))
+
+    def save(self, path: str | os.PathLike) -> None:
+        with open(path, "w") as f:
+            f.write(self.to_json() + "\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "SparrowSchedule":
+        with open(path) as f:
+            try:
+                return cls.from_json(f.read())
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}: not valid JSON ({e})") from e
+
+
+# ------------------------------------------------------------------------------------------------ acceptance
+
+
+def acceptance(dense_logits: Tensor, sparse_logits: Tensor) -> Tensor:
+    """Per-token acceptance ``alpha = sum_x min(p_dense(x), p_sparse(x))`` (= 1 - total variation), exactly,
+    from full logits [..., V]. Computed in float64 (an alpha near 1 is a difference of near-equal sums)."""
+    if dense_logits.shape != sparse_logits.shape:
+        raise ValueError(f"dense and sparse logits differ in shape: {tuple(dense_logits.shape)} vs "
+                         f"{tuple(sparse_logits.shape)}")
+    pd = dense_logits.double().softmax(-1)
+    ps = sparse_logits.double().softmax(-1)
+    return torch.minimum(pd, ps).sum(-1).clamp(0.0, 1.0)
+
+
+def acceptance_topk(dense_logprobs: Tensor, dense_ids: Tensor, sparse_logprobs: Tensor, sparse_ids: Tensor) -> Tensor:
+    """A lower bound on alpha from top-k log-probs of each side ([..., k] values and token ids): the sum over
+    tokens in both top-k lists of ``min(p_dense, p_sparse)``. Tokens outside either list only add to alpha."""
+    same = dense_ids[..., :, None] == sparse_ids[..., None, :]  # [..., k_dense, k_sparse]
+    pd = dense_logprobs.double().exp()[..., :, None]
+    ps = sparse_logprobs.double().exp()[..., None, :]
+    return torch.where(same, torch.minimum(pd, ps), torch.zeros((), dtype=torch.float64)).sum((-1, -2))
+
+
+def acceptance_summary(alpha: Tensor, positions: Tensor, bin_tokens: int = 2048, mask: Tensor | None = None) -> list[dict]:
+    """Per position bin (``[i * bin_tokens, (i + 1) * bin_tokens)`` of the KV length at which a token was
+    generated): count, mean and 5th percentile of alpha. Bins without tokens are left out."""
+    a = alpha.reshape(-1).double()
+    pos = positions.reshape(-1).to(torch.int64)
+    if mask is not None:
+        keep = mask.reshape(-1).bool()
+        a, pos = a[keep], pos[keep]
+    out = []
+    if a.numel() == 0:
+        return out
+    bins = pos // bin_tokens
+    for b in torch.unique(bins).tolist():
+        sel = a[bins == b]
+        out.append(dict(bin_start=b * bin_tokens, bin_end=(b + 1) * bin_tokens, count=int(sel.numel()),
+                        mean=float(sel.mean()), p5=float(torch.quantile(sel, 0.05))))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ loss
+
+
+def tis_policy_loss(logp: Tensor, logp_old: Tensor, logp_rollout: Tensor, advantages: Tensor, mask: Tensor, *,
+                    clip_low: float = 0.2, clip_high: float | None = None, tis_cap: float = 2.0,
+                    aggregation: str = "token-mean") -> tuple[Tensor, dict]:
+    """GRPO/DAPO policy loss with PPO clipping and truncated importance sampling for a sparse rollout.
+
+    logp: the current policy's log-probs of the sampled tokens [B, L] (differentiable); logp_old: the training
+    engine's (dense) log-probs at rollout time, detached; logp_rollout: what the (sparse) rollout engine gave;
+    advantages: [B] or [B, L]; mask: completion tokens [B, L]. Per token:
+
+        ratio = exp(logp - logp_old);  pg = -min(ratio * A, clip(ratio, 1 - clip_low, 1 + clip_high) * A)
+        w = min(exp(logp_old - logp_rollout), tis_cap)      (detached: corrects rollout/training mismatch)
+        loss = sum(w * pg * mask) / sum(mask)               ("token-mean", DAPO) or the mean of per-row means
+                                                             ("seq-mean", GRPO)
+
+    ``clip_high`` defaults to ``clip_low`` (symmetric PPO); DAPO's clip-higher sets it larger. Returns the loss and
+    diagnostics (clip fraction, mean TIS weight, fraction of truncated weights).
+    """
+    if aggregation not in ("token-mean", "seq-mean"):
+        raise ValueError(f"aggregation={aggregation!r} must be 'token-mean' or 'seq-mean'")
+    if tis_cap <= 0:
+        raise ValueError(f"tis_cap={tis_cap!r} must be positive")
+    clip_high = clip_low if clip_high is None else clip_high
+    mask = mask.to(logp.dtype)
+    adv = advantages if advantages.dim() == logp.dim() else advantages[:, None]
+    ratio = torch.exp(logp - logp_old.detach())
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1 - clip_low, 1 + clip_high) * adv
+    pg = -torch.minimum(unclipped, clipped)
+    raw_w = torch.exp(logp_old.detach() - logp_rollout.detach())
+    w = raw_w.clamp(max=tis_cap)
+    per_tok = w * pg * mask
+    if aggregation == "token-mean":
+        loss = per_tok.sum() / mask.sum().clamp_min(1)
+    else:
+        loss = (per_tok.sum(-1) / mask.sum(-1).clamp_min(1)).mean()
+    n = mask.sum().clamp_min(1)
+    stats = dict(clip_fraction=float(((unclipped != clipped).to(mask.dtype) * mask).sum() / n),
+                 tis_weight_mean=float((w * mask).sum() / n),
+                 tis_truncated_fraction=float(((raw_w > tis_cap).to(mask.dtype) * mask).sum() / n))
+    return loss, stats
