@@ -194,9 +194,11 @@ def acceptance_topk(dense_logprobs: Tensor, dense_ids: Tensor, sparse_logprobs: 
     return torch.where(same, torch.minimum(pd, ps), torch.zeros((), dtype=torch.float64)).sum((-1, -2))
 
 
-def acceptance_summary(alpha: Tensor, positions: Tensor, bin_tokens: int = 2048, mask: Tensor | None = None) -> list[dict]:
+def acceptance_summary(alpha: Tensor, positions: Tensor, bin_tokens: int = 2048, mask: Tensor | None = None,
+                       quantile: float = 0.05) -> list[dict]:
     """Per position bin (``[i * bin_tokens, (i + 1) * bin_tokens)`` of the KV length at which a token was
-    generated): count, mean and 5th percentile of alpha. Bins without tokens are left out."""
+    generated): count, mean and the ``quantile`` (field ``p5``: the 5th percentile by default) of alpha. Bins
+    without tokens are left out."""
     a = alpha.reshape(-1).double()
     pos = positions.reshape(-1).to(torch.int64)
     if mask is not None:
@@ -209,7 +211,7 @@ def acceptance_summary(alpha: Tensor, positions: Tensor, bin_tokens: int = 2048,
     for b in torch.unique(bins).tolist():
         sel = a[bins == b]
         out.append(dict(bin_start=b * bin_tokens, bin_end=(b + 1) * bin_tokens, count=int(sel.numel()),
-                        mean=float(sel.mean()), p5=float(torch.quantile(sel, 0.05))))
+                        mean=float(sel.mean()), p5=float(torch.quantile(sel, quantile))))
     return out
 
 
@@ -256,3 +258,156 @@ def tis_policy_loss(logp: Tensor, logp_old: Tensor, logp_rollout: Tensor, advant
                  tis_weight_mean=float((w * mask).sum() / n),
                  tis_truncated_fraction=float(((raw_w > tis_cap).to(mask.dtype) * mask).sum() / n))
     return loss, stats
+
+
+# ------------------------------------------------------------------------------------------------ measurement
+
+
+@torch.no_grad()
+def measure_acceptance(model, sequences: Tensor, prompt_len: int, schedules: dict, attention_mask: Tensor | None = None,
+                       inner: str = "aot_eager") -> tuple[dict, Tensor]:
+    """Teacher-forced acceptance of sparse decoding against the dense model.
+
+    ``sequences`` [B, N]: the first ``prompt_len`` tokens are prefilled densely; each later token is fed one at a
+    time to a sparse decoder per schedule (``schedules``: name -> SparrowSchedule), whose next-token logits are
+    compared with a dense forward over the whole sequence (what the training engine computes). Returns
+    ({name: alpha [B, N - prompt_len]}, kv_lengths [N - prompt_len]): alpha of the prediction made at KV length
+    ``prompt_len + i``.
+    """
+    from .rollout import DecodeSession
+
+    b, n = sequences.shape
+    if not 0 < prompt_len < n:
+        raise ValueError(f"measure_acceptance: prompt_len={prompt_len} must be in (0, {n})")
+    am = torch.ones_like(sequences) if attention_mask is None else attention_mask
+    pos = (am.long().cumsum(-1) - 1).clamp_min(0)
+    dense = model(input_ids=sequences, attention_mask=am, position_ids=pos, use_cache=False,
+                  logits_to_keep=n - prompt_len + 1).logits[:, :-1].float()  # predictions at KV lengths P..N-1
+    base = DecodeSession(model, sequences[:, :prompt_len], am[:, :prompt_len], n, None, inner)
+    alphas = {}
+    shared: dict = {}  # one compiled decode step per schedule structure: candidates differ in pages only
+    for name, sched in schedules.items():
+        from replaycompile.kernels.sparse_decode import reset_page_state
+        reset_page_state()
+        key = tuple(sorted(sched.structure().items()))
+        if key not in shared:
+            shared[key] = SparrowSchedule(pages=sched.pages, **sched.structure())
+        run = shared[key]
+        run.set_pages(sched.pages)
+        sess = base.clone()
+        sess.set_schedule(run, inner)
+        logits = [sess.logits.float()]
+        for i in range(prompt_len, n - 1):
+            logits.append(sess.step(sequences[:, i]).float())
+        alphas[name] = acceptance(dense, torch.stack(logits, 1))
+    return alphas, torch.arange(prompt_len, n)
+
+
+@dataclass
+class Calibration:
+    """What ``calibrate`` returns: the schedule, and every measurement behind it."""
+
+    schedule: SparrowSchedule
+    table: list  # one dict per (bin, candidate): bin_start, bin_end, pages, mean, p5, count
+    met: list  # per bucket of the schedule: did some candidate reach the target there
+
+    def rows(self) -> list[str]:
+        return [f"bin {r['bin_start']:>6}-{r['bin_end']:<6} pages {r['pages']:>6}: mean {r['mean']:.4f} "
+                f"p5 {r['p5']:.4f} (n={r['count']})" for r in self.table]
+
+
+def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: int = 2048, quantile: float = 0.05,
+              window: int = 64, schedule: SparrowSchedule | None = None, inner: str = "aot_eager",
+              progress: bool = True) -> Calibration:
+    """The cheapest monotone page table whose ``quantile`` (p5) acceptance reaches ``target`` in every bin.
+
+    ``prompts``: token tensors [B, N] (or a list of them, of several lengths, to cover the bins): the last
+    ``window`` tokens of each are decoded sparsely with teacher forcing (see ``measure_acceptance``). Each
+    candidate page count is measured as a fixed budget; per bin of KV length the cheapest candidate that meets
+    the target is taken, then the table is made non-decreasing. A bin where no candidate meets the target keeps
+    every page (dense) and is reported in ``met``. ``schedule`` supplies the other fields (page size, reserved
+    pages, dense layers; bucket size = ``bin_tokens``).
+    """
+    if not 0 < target <= 1:
+        raise ValueError(f"calibrate: target={target} must be in (0, 1]")
+    candidates = sorted(set(int(c) for c in candidates))
+    if not candidates or candidates[0] < 0:
+        raise ValueError(f"calibrate: candidates {candidates} must be non-negative page counts")
+    if isinstance(prompts, Tensor):
+        prompts = [prompts]
+    base = schedule.structure() if schedule is not None else {}
+    base["bucket_tokens"] = bin_tokens
+    alphas = {c: [] for c in candidates}
+    positions = []
+    for i, seqs in enumerate(prompts):
+        n = seqs.shape[1]
+        p = n - window
+        if progress:
+            import sys
+            print(f"calibrate: prompt set {i + 1}/{len(prompts)} ({tuple(seqs.shape)}), {len(candidates)} "
+                  f"candidates", file=sys.stderr, flush=True)
+        scheds = {c: SparrowSchedule(pages=(c,), **base) for c in candidates}
+        a, pos = measure_acceptance(model, seqs, p, scheds, inner=inner)
+        for c in candidates:
+            alphas[c].append(a[c].reshape(-1))
+        positions.append(pos.repeat(seqs.shape[0]))
+    pos_all = torch.cat(positions)
+    table, best = [], {}
+    for c in candidates:
+        for r in acceptance_summary(torch.cat(alphas[c]), pos_all, bin_tokens, quantile=quantile):
+            r["pages"] = c
+            table.append(r)
+            b = r["bin_start"] // bin_tokens
+            if r["p5"] >= target and b not in best:
+                best[b] = c
+    n_bins = int(pos_all.max()) // bin_tokens + 1
+    pages, met, running = [], [], 0
+    dense_pages = 1 << 17
+    for b in range(n_bins):
+        measured = any(r["bin_start"] // bin_tokens == b for r in table)
+        if b in best:
+            running = max(running, best[b])
+            met.append(True)
+        elif measured:
+            running = dense_pages
+            met.append(False)
+        else:
+            met.append(None)  # no data: carry the previous value
+        pages.append(running)
+    first = next((x for x in pages if x), candidates[0])
+    pages = [x or first for x in pages]
+    return Calibration(schedule=SparrowSchedule(pages=tuple(pages), **base), table=table, met=met)
+
+
+class AcceptanceMonitor:
+    """Tracks rollout/training mismatch during RL training, per position bin, and warns below the target.
+
+    From the training step's dense log-probs of the sampled tokens and the rollout's log-probs of the same
+    tokens, ``min(1, p_dense / p_rollout)`` is a one-sample unbiased estimate of alpha at that position (its
+    expectation over the rollout's sampling is ``sum_x min(p_dense, p_rollout)``). The per-bin 5th percentile
+    of these estimates is noisier than the p5 of alpha itself; where full or top-k distributions are at hand,
+    ``acceptance`` / ``acceptance_topk`` are exact / a lower bound.
+    """
+
+    def __init__(self, target: float = 0.86, bin_tokens: int = 2048, quantile: float = 0.05, logger=None):
+        import logging
+        self.target, self.bin_tokens, self.quantile = target, bin_tokens, quantile
+        self.log = logger or logging.getLogger("replaycompile")
+        self.history: list = []
+
+    def update(self, dense_logprobs: Tensor, rollout_logprobs: Tensor, mask: Tensor, prompt_lengths) -> list[dict]:
+        """dense/rollout log-probs and mask [B, L] over completion tokens; ``prompt_lengths``: int or [B] (the
+        KV length at the first completion token). Returns the per-bin summary and logs a warning per bin whose
+        p5 is below the target."""
+        b, l = dense_logprobs.shape
+        start = torch.as_tensor(prompt_lengths).reshape(-1, 1).expand(b, 1)
+        positions = start + torch.arange(l)[None]
+        est = torch.exp(dense_logprobs.double() - rollout_logprobs.double()).clamp(max=1.0)
+        rows = acceptance_summary(est, positions, self.bin_tokens, mask, quantile=self.quantile)
+        for r in rows:
+            if r["p5"] < self.target:
+                self.log.warning("sparrow: acceptance p5 %.3f < target %.2f for KV lengths %d-%d (mean %.3f, %d "
+                                 "tokens): recalibrate the schedule or raise its budget there", r["p5"], self.target,
+                                 r["bin_start"], r["bin_end"], r["mean"], r["count"])
+        self.history.append(rows)
+        return rows

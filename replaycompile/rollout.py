@@ -1,0 +1,207 @@
+"""Rollouts for RL: batched sampling from a Hugging Face causal LM with a static KV cache, dense or Sparrow-sparse.
+
+``generate`` prefills the left-padded prompts densely, then decodes one token per step against a preallocated
+``StaticCache`` (transformers' default cache copies itself every step, which at long context costs more than
+attention). With a ``schedule`` the decode step is compiled with ``backend="replay"`` and that schedule, so
+every sparse layer's attention reads only its budgeted pages (see ``replaycompile.sparrow``).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+import weakref
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = ["Rollout", "DecodeSession", "generate"]
+
+
+@dataclass
+class Rollout:
+    """What ``generate`` returns.
+
+    sequences [B, T + L]: the prompts as given (left-padded) followed by the completions; positions after a row's
+    EOS hold the pad token. logprobs [B, L] float32: the log-probability of each sampled token under the
+    distribution it was sampled from (``log_softmax(logits / temperature)``, before top-p; temperature 1 for
+    greedy); 0 where the mask is 0. completion_mask [B, L]: 1 for generated tokens up to and including EOS.
+    """
+
+    sequences: Tensor
+    logprobs: Tensor
+    completion_mask: Tensor
+    prompt_length: int
+    logits: Tensor | None = None  # [B, L, V] float32 when asked for (acceptance measurements)
+
+    @property
+    def completions(self) -> Tensor:
+        return self.sequences[:, self.prompt_length:]
+
+
+_compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _decode_step(model, schedule, inner: str, attention: str):
+    if schedule is None:
+        return model
+    per_model = _compiled.setdefault(model, {})
+    key = (id(schedule), inner, attention)
+    if key not in per_model:
+        per_model[key] = (schedule, torch.compile(model, backend="replay", dynamic=False,
+                                                  options={"schedule": schedule, "inner": inner,
+                                                           "attention": attention}))
+    return per_model[key][1]
+
+
+def _eos_ids(model, eos_token_id) -> list[int]:
+    if eos_token_id is None:
+        gc = getattr(model, "generation_config", None)
+        eos_token_id = getattr(gc, "eos_token_id", None) if gc is not None else None
+        if eos_token_id is None:
+            eos_token_id = getattr(model.config, "eos_token_id", None)
+    if eos_token_id is None:
+        return []
+    return [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
+
+
+def _check_left_padded(attention_mask: Tensor) -> None:
+    m = attention_mask.bool()
+    # left padding: once a row has a real token, every later token is real
+    bad = (m.long().cummax(-1).values.bool() & ~m).any(-1)
+    if bool(bad.any()):
+        row = int(torch.nonzero(bad)[0])
+        raise ValueError(f"rollout.generate: prompts must be left-padded, but attention_mask row {row} has a pad "
+                         f"after a real token: {attention_mask[row].tolist()}")
+    empty = ~m.any(-1)
+    if bool(empty.any()):
+        raise ValueError(f"rollout.generate: prompt row {int(torch.nonzero(empty)[0])} has no real token")
+
+
+def _sample(logits: Tensor, temperature: float, top_p: float, generator) -> tuple[Tensor, Tensor]:
+    logits = logits.float()
+    if temperature == 0:
+        tok = logits.argmax(-1)
+        return tok, logits.log_softmax(-1).gather(-1, tok[:, None]).squeeze(-1)
+    logp = (logits / temperature).log_softmax(-1)
+    probs = logp.exp()
+    if top_p < 1.0:
+        sp, si = probs.sort(-1, descending=True)
+        drop = sp.cumsum(-1) - sp > top_p  # keep the smallest prefix whose mass reaches top_p
+        sp = sp.masked_fill(drop, 0.0)
+        probs = torch.zeros_like(probs).scatter_(-1, si, sp)
+    tok = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
+
+
+class DecodeSession:
+    """A batch's static KV cache after a dense prefill, stepped one token at a time (dense, or sparse with a
+    schedule). ``logits`` holds the next-token logits [B, V] of the last position fed."""
+
+    def __init__(self, model, input_ids: Tensor, attention_mask: Tensor, max_len: int, schedule=None,
+                 inner: str = "aot_eager", attention: str = "auto"):
+        from transformers import StaticCache
+
+        _check_left_padded(attention_mask)
+        dev = input_ids.device
+        b, t = input_ids.shape
+        page = schedule.page_size if schedule is not None else 16
+        self.max_len = -(-max_len // page) * page
+        self.model, self.t, self.fed = model, t, 0
+        self.cache = StaticCache(config=model.config, max_cache_len=self.max_len)
+        self.am = torch.zeros(b, self.max_len, dtype=attention_mask.dtype, device=dev)
+        self.am[:, :t] = attention_mask
+        self.am[:, t:] = 1  # generated slots; the cache's causal mask hides the ones not written yet
+        pos = (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
+        with torch.no_grad():
+            out = model(input_ids=input_ids, attention_mask=self.am[:, :t], position_ids=pos,
+                        past_key_values=self.cache, cache_position=torch.arange(t, device=dev), use_cache=True,
+                        logits_to_keep=1)
+        self.logits = out.logits[:, -1]
+        self.next_pos = pos[:, -1:] + 1
+        self.set_schedule(schedule, inner, attention)
+
+    def set_schedule(self, schedule, inner: str = "aot_eager", attention: str = "auto") -> None:
+        self.schedule = schedule
+        self.step_fn = _decode_step(self.model, schedule, inner, attention)
+
+    def clone(self) -> "DecodeSession":
+        other = copy.copy(self)
+        other.cache = copy.deepcopy(self.cache)
+        return other
+
+    @torch.no_grad()
+    def step(self, tokens: Tensor) -> Tensor:
+        if self.t + self.fed >= self.max_len:
+            raise ValueError(f"DecodeSession: the cache holds {self.max_len} tokens; it is full")
+        out = self.step_fn(input_ids=tokens[:, None], attention_mask=self.am, position_ids=self.next_pos,
+                           past_key_values=self.cache,
+                           cache_position=torch.tensor([self.t + self.fed], device=tokens.device), use_cache=True)
+        self.fed += 1
+        self.next_pos = self.next_pos + 1
+        self.logits = out.logits[:, -1]
+        return self.logits
+
+
+@torch.no_grad()
+def generate(model, input_ids: Tensor, attention_mask: Tensor | None = None, *, max_new_tokens: int,
+             schedule=None, temperature: float = 1.0, top_p: float = 1.0, generator: torch.Generator | None = None,
+             eos_token_id: int | list[int] | None = None, pad_token_id: int | None = None, inner: str = "aot_eager",
+             attention: str = "auto", return_logits: bool = False, progress: bool | None = None) -> Rollout:
+    """Sample ``max_new_tokens`` per row (fewer once every row has emitted EOS).
+
+    ``temperature=0`` is greedy (the same tokens as ``model.generate(do_sample=False)`` for a dense rollout);
+    sampling is reproducible given ``generator``. ``schedule`` (a ``SparrowSchedule``) decodes sparsely; the decode
+    step is compiled once per (model, schedule) with ``inner`` as the inner compiler. ``progress`` (default: for
+    more than 256 new tokens) prints tokens/s to stderr.
+    """
+    if max_new_tokens < 1:
+        raise ValueError(f"rollout.generate: max_new_tokens={max_new_tokens} must be at least 1")
+    if temperature < 0 or not (0 < top_p <= 1):
+        raise ValueError(f"rollout.generate: temperature={temperature} must be >= 0 and top_p={top_p} in (0, 1]")
+    dev = input_ids.device
+    b, t = input_ids.shape
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    eos = torch.tensor(_eos_ids(model, eos_token_id), dtype=torch.long, device=dev)
+    if pad_token_id is None:
+        pad_token_id = getattr(model.config, "pad_token_id", None)
+        pad_token_id = pad_token_id if pad_token_id is not None else (int(eos[0]) if eos.numel() else 0)
+    if schedule is not None:
+        from replaycompile.kernels.sparse_decode import reset_page_state
+        reset_page_state()  # the cache below holds new sequences
+    was_training = model.training
+    model.eval()
+    try:
+        sess = DecodeSession(model, input_ids, attention_mask, t + max_new_tokens, schedule, inner, attention)
+        toks, logps, masks, all_logits = [], [], [], []
+        done = torch.zeros(b, dtype=torch.bool, device=dev)
+        logits = sess.logits
+        show = progress if progress is not None else max_new_tokens > 256
+        t0 = time.perf_counter()
+        for i in range(max_new_tokens):
+            tok, lp = _sample(logits, temperature, top_p, generator)
+            live = ~done
+            tok = torch.where(live, tok, torch.full_like(tok, pad_token_id))
+            toks.append(tok)
+            logps.append(torch.where(live, lp, torch.zeros_like(lp)))
+            masks.append(live.to(torch.long))
+            if return_logits:
+                all_logits.append(logits.float())
+            if eos.numel():
+                done = done | (live & torch.isin(tok, eos))
+            if bool(done.all()) or i == max_new_tokens - 1:
+                break
+            logits = sess.step(tok)
+            if show and (i + 1) % 256 == 0:
+                rate = (i + 1) * b / (time.perf_counter() - t0)
+                print(f"rollout: {i + 1}/{max_new_tokens} tokens per row, {rate:.1f} tokens/s "
+                      f"({int(done.sum())}/{b} rows finished)", file=sys.stderr, flush=True)
+    finally:
+        model.train(was_training)
+    completions = torch.stack(toks, 1)
+    return Rollout(sequences=torch.cat([input_ids, completions], 1), logprobs=torch.stack(logps, 1),
+                   completion_mask=torch.stack(masks, 1), prompt_length=t,
+                   logits=torch.stack(all_logits, 1) if return_logits else None)
