@@ -40,7 +40,7 @@ MAX_MASK_PROBE_ELEMENTS = 1 << 28
 _OPTIONS: dict[str, tuple] = {
     "mode": ("exact", "detach_prefix"),
     "attention": ("auto", "torch", "triton"),
-    "inner": ("inductor", "aot_eager"),
+    "inner": ("inductor", "aot_eager", "eager"),
     "min_shared_tokens": None,  # a non-negative int
     "schedule": None,  # a SparrowSchedule (or a path to its JSON): sparse decode steps
 }
@@ -104,7 +104,15 @@ def _log_once(reason: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- inner compile
 
+def _run_graph_as_is(gm, example_inputs):
+    return gm.forward
+
+
 def _inner_backend(name: str):
+    # "eager" runs the (rewritten) graph as it is: no functionalization, so a decode step's in-place cache
+    # writes stay in place (aot_eager would copy every KV cache on every step)
+    if name == "eager":
+        return _run_graph_as_is
     if name == "inductor":
         from torch._inductor.compile_fx import compile_fx
         return compile_fx

@@ -101,7 +101,7 @@ class DecodeSession:
     schedule). ``logits`` holds the next-token logits [B, V] of the last position fed."""
 
     def __init__(self, model, input_ids: Tensor, attention_mask: Tensor, max_len: int, schedule=None,
-                 inner: str = "aot_eager", attention: str = "auto"):
+                 inner: str = "eager", attention: str = "auto"):
         from transformers import StaticCache
 
         _check_left_padded(attention_mask)
@@ -123,7 +123,7 @@ class DecodeSession:
         self.next_pos = pos[:, -1:] + 1
         self.set_schedule(schedule, inner, attention)
 
-    def set_schedule(self, schedule, inner: str = "aot_eager", attention: str = "auto") -> None:
+    def set_schedule(self, schedule, inner: str = "eager", attention: str = "auto") -> None:
         self.schedule = schedule
         self.step_fn = _decode_step(self.model, schedule, inner, attention)
 
@@ -148,13 +148,14 @@ class DecodeSession:
 @torch.no_grad()
 def generate(model, input_ids: Tensor, attention_mask: Tensor | None = None, *, max_new_tokens: int,
              schedule=None, temperature: float = 1.0, top_p: float = 1.0, generator: torch.Generator | None = None,
-             eos_token_id: int | list[int] | None = None, pad_token_id: int | None = None, inner: str = "aot_eager",
+             eos_token_id: int | list[int] | None = None, pad_token_id: int | None = None, inner: str = "eager",
              attention: str = "auto", return_logits: bool = False, progress: bool | None = None) -> Rollout:
     """Sample ``max_new_tokens`` per row (fewer once every row has emitted EOS).
 
     ``temperature=0`` is greedy (the same tokens as ``model.generate(do_sample=False)`` for a dense rollout);
     sampling is reproducible given ``generator``. ``schedule`` (a ``SparrowSchedule``) decodes sparsely; the decode
-    step is compiled once per (model, schedule) with ``inner`` as the inner compiler. ``progress`` (default: for
+    step is compiled once per (model, schedule) with ``inner`` as the inner compiler (``"eager"`` by default: the
+    rewritten graph runs as is, cache writes in place; ``"inductor"`` fuses the rest of the step). ``progress`` (default: for
     more than 256 new tokens) prints tokens/s to stderr.
     """
     if max_new_tokens < 1:

@@ -265,7 +265,7 @@ def tis_policy_loss(logp: Tensor, logp_old: Tensor, logp_rollout: Tensor, advant
 
 @torch.no_grad()
 def measure_acceptance(model, sequences: Tensor, prompt_len: int, schedules: dict, attention_mask: Tensor | None = None,
-                       inner: str = "aot_eager") -> tuple[dict, Tensor]:
+                       inner: str = "eager") -> tuple[dict, Tensor]:
     """Teacher-forced acceptance of sparse decoding against the dense model.
 
     ``sequences`` [B, N]: the first ``prompt_len`` tokens are prefilled densely; each later token is fed one at a
@@ -317,7 +317,7 @@ class Calibration:
 
 
 def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: int = 2048, quantile: float = 0.05,
-              window: int = 64, schedule: SparrowSchedule | None = None, inner: str = "aot_eager",
+              window: int = 64, schedule: SparrowSchedule | None = None, inner: str = "eager",
               progress: bool = True) -> Calibration:
     """The cheapest monotone page table whose ``quantile`` (p5) acceptance reaches ``target`` in every bin.
 
