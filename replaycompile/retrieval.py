@@ -150,19 +150,22 @@ def retrieval_model(noise: float = 1.0, num_layers: int = 8, seed: int = 0, dtyp
 
 
 def recall_sequences(batch: int, context: int, window: int = 64, n_pairs: int = 24, query_every: int = 8,
-                     seed: int = 0) -> tuple[Tensor, Tensor]:
+                     seed: int = 0, windows=None) -> tuple[Tensor, Tensor]:
     """Teacher-forcing data: [B, context + window] token ids and a bool mask of the positions whose *next*
-    token is a retrieved value (the query keys in the final ``window`` tokens).
+    token is a retrieved value (the query keys).
 
-    The context is BOS and random fillers with ``n_pairs`` (key, value) pairs planted at random positions; the
-    window asks for planted keys every ``query_every`` tokens, each followed by its value.
+    BOS, then random fillers with ``n_pairs`` (key, value) pairs planted at random positions before the first
+    window; every window (``window`` tokens starting at each of ``windows``, default ``[context]``) asks for
+    planted keys every ``query_every`` tokens, each followed by its value.
     """
-    if context < 4 * n_pairs + 32:
-        raise ValueError(f"recall_sequences: context={context} is too short for {n_pairs} pairs")
+    n = context + window
+    windows = [context] if windows is None else sorted(int(w) for w in windows)
     if n_pairs > len(KEYS):
         raise ValueError(f"recall_sequences: at most {len(KEYS)} pairs")
+    if windows[0] < 4 * n_pairs + 32 or windows[-1] + window > n:
+        raise ValueError(f"recall_sequences: windows {windows} leave no room for {n_pairs} pairs before them, or "
+                         f"end past {n} tokens")
     g = torch.Generator().manual_seed(seed)
-    n = context + window
     seqs = torch.empty(batch, n, dtype=torch.long)
     is_query = torch.zeros(batch, n, dtype=torch.bool)
     fill = torch.tensor(FILLERS)
@@ -172,14 +175,15 @@ def recall_sequences(batch: int, context: int, window: int = 64, n_pairs: int = 
         s[0] = BOS
         keys = torch.tensor(KEYS)[torch.randperm(len(KEYS), generator=g)[:n_pairs]]
         vals = torch.tensor(VALUES)[torch.randint(len(VALUES), (n_pairs,), generator=g)]
-        # distinct slots for the pairs, away from the sink page and the window
-        slots = torch.randperm((context - 32) // 2, generator=g)[:n_pairs] * 2 + 16
+        # distinct slots for the pairs, away from the sink page and before the first window
+        slots = torch.randperm((windows[0] - 32) // 2, generator=g)[:n_pairs] * 2 + 16
         for key, val, p in zip(keys.tolist(), vals.tolist(), slots.tolist()):
             s[p], s[p + 1] = key, val
-        for j, p in enumerate(range(context, n - 1, query_every)):
-            i = int(torch.randint(n_pairs, (1,), generator=g))
-            s[p], s[p + 1] = keys[i], vals[i]
-            is_query[b, p] = True
+        for w in windows:
+            for p in range(w, w + window - 1, query_every):
+                i = int(torch.randint(n_pairs, (1,), generator=g))
+                s[p], s[p + 1] = keys[i], vals[i]
+                is_query[b, p] = True
         seqs[b] = s
     return seqs, is_query
 

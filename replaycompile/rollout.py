@@ -101,7 +101,7 @@ class DecodeSession:
     schedule). ``logits`` holds the next-token logits [B, V] of the last position fed."""
 
     def __init__(self, model, input_ids: Tensor, attention_mask: Tensor, max_len: int, schedule=None,
-                 inner: str = "eager", attention: str = "auto"):
+                 inner: str = "eager", attention: str = "auto", chunk: int = 4096):
         from transformers import StaticCache
 
         _check_left_padded(attention_mask)
@@ -109,19 +109,40 @@ class DecodeSession:
         b, t = input_ids.shape
         page = schedule.page_size if schedule is not None else 16
         self.max_len = -(-max_len // page) * page
-        self.model, self.t, self.fed = model, t, 0
+        self.model, self.t, self.fed = model, 0, 0
         self.cache = StaticCache(config=model.config, max_cache_len=self.max_len)
         self.am = torch.zeros(b, self.max_len, dtype=attention_mask.dtype, device=dev)
         self.am[:, :t] = attention_mask
-        self.am[:, t:] = 1  # generated slots; the cache's causal mask hides the ones not written yet
+        self.am[:, t:] = 1  # later slots; the cache's causal mask hides the ones not written yet
         pos = (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
-        with torch.no_grad():
-            out = model(input_ids=input_ids, attention_mask=self.am[:, :t], position_ids=pos,
-                        past_key_values=self.cache, cache_position=torch.arange(t, device=dev), use_cache=True,
-                        logits_to_keep=1)
-        self.logits = out.logits[:, -1]
-        self.next_pos = pos[:, -1:] + 1
+        self.next_pos = pos[:, :1] * 0  # position of the first token: set by extend
+        self._prefill(input_ids, pos, chunk)
         self.set_schedule(schedule, inner, attention)
+
+    @torch.no_grad()
+    def _prefill(self, ids: Tensor, pos: Tensor, chunk: int) -> None:
+        # dense, in chunks: the model's [B, 1, q, L] mask is q x L booleans
+        start = self.t
+        for c0 in range(0, ids.shape[1], chunk):
+            c1 = min(c0 + chunk, ids.shape[1])
+            out = self.model(input_ids=ids[:, c0:c1], attention_mask=self.am[:, :start + c1],
+                             position_ids=pos[:, c0:c1], past_key_values=self.cache,
+                             cache_position=torch.arange(start + c0, start + c1, device=ids.device), use_cache=True,
+                             logits_to_keep=1)
+        self.logits = out.logits[:, -1]
+        self.t = start + ids.shape[1]
+        self.next_pos = pos[:, -1:] + 1
+
+    def extend(self, tokens: Tensor, chunk: int = 4096) -> Tensor:
+        """Feed more tokens [B, n] densely (a chunked prefill, whatever the schedule); returns the next logits."""
+        if self.fed:
+            raise ValueError("DecodeSession.extend: only before the first decode step")
+        if self.t + tokens.shape[1] > self.max_len:
+            raise ValueError(f"DecodeSession.extend: {self.t} + {tokens.shape[1]} tokens exceed the cache's "
+                             f"{self.max_len}")
+        pos = self.next_pos + torch.arange(tokens.shape[1], device=tokens.device)[None]
+        self._prefill(tokens, pos, chunk)
+        return self.logits
 
     def set_schedule(self, schedule, inner: str = "eager", attention: str = "auto") -> None:
         self.schedule = schedule
@@ -132,9 +153,13 @@ class DecodeSession:
         other.cache = copy.deepcopy(self.cache)
         return other
 
+    def position(self) -> int:
+        """Tokens in the cache (prompt, extensions and decoded steps)."""
+        return self.t + self.fed
+
     @torch.no_grad()
     def step(self, tokens: Tensor) -> Tensor:
-        if self.t + self.fed >= self.max_len:
+        if self.position() >= self.max_len:
             raise ValueError(f"DecodeSession: the cache holds {self.max_len} tokens; it is full")
         out = self.step_fn(input_ids=tokens[:, None], attention_mask=self.am, position_ids=self.next_pos,
                            past_key_values=self.cache,

@@ -17,7 +17,9 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["SparrowSchedule", "acceptance", "acceptance_topk", "acceptance_summary", "tis_policy_loss"]
+__all__ = ["SparrowSchedule", "acceptance", "acceptance_topk", "acceptance_summary", "tis_policy_loss",
+           "measure_windows", "measure_acceptance", "calibrate", "calibration_windows", "Calibration",
+           "AcceptanceMonitor"]
 
 _FORMAT = "replaycompile.sparrow_schedule"
 _VERSION = 1
@@ -264,43 +266,61 @@ def tis_policy_loss(logp: Tensor, logp_old: Tensor, logp_rollout: Tensor, advant
 
 
 @torch.no_grad()
-def measure_acceptance(model, sequences: Tensor, prompt_len: int, schedules: dict, attention_mask: Tensor | None = None,
-                       inner: str = "eager") -> tuple[dict, Tensor]:
-    """Teacher-forced acceptance of sparse decoding against the dense model.
+def measure_windows(model, sequences: Tensor, starts, window: int, schedules: dict, inner: str = "eager",
+                    progress: bool = False) -> tuple[dict, Tensor]:
+    """Teacher-forced acceptance of sparse decoding against dense decoding, in windows along long sequences.
 
-    ``sequences`` [B, N]: the first ``prompt_len`` tokens are prefilled densely; each later token is fed one at a
-    time to a sparse decoder per schedule (``schedules``: name -> SparrowSchedule), whose next-token logits are
-    compared with a dense forward over the whole sequence (what the training engine computes). Returns
-    ({name: alpha [B, N - prompt_len]}, kv_lengths [N - prompt_len]): alpha of the prediction made at KV length
-    ``prompt_len + i``.
+    ``sequences`` [B, N] (no padding) are prefilled densely, in chunks, up to each window start; from there the
+    next ``window`` tokens are fed one at a time to a dense decoder (the reference) and to a sparse decoder per
+    schedule (``schedules``: name -> SparrowSchedule; schedules of one structure share one compiled step), each
+    from a copy of the dense cache. Returns ({name: alpha [B, n_windows * window]}, kv_lengths [n_windows *
+    window]): the alpha of the prediction made at that KV length.
     """
+    import sys
+
+    from replaycompile.kernels.sparse_decode import reset_page_state
+
     from .rollout import DecodeSession
 
     b, n = sequences.shape
-    if not 0 < prompt_len < n:
-        raise ValueError(f"measure_acceptance: prompt_len={prompt_len} must be in (0, {n})")
-    am = torch.ones_like(sequences) if attention_mask is None else attention_mask
-    pos = (am.long().cumsum(-1) - 1).clamp_min(0)
-    dense = model(input_ids=sequences, attention_mask=am, position_ids=pos, use_cache=False,
-                  logits_to_keep=n - prompt_len + 1).logits[:, :-1].float()  # predictions at KV lengths P..N-1
-    base = DecodeSession(model, sequences[:, :prompt_len], am[:, :prompt_len], n, None, inner)
-    alphas = {}
+    starts = sorted(int(x) for x in starts)
+    if not starts or starts[0] < 1 or starts[-1] + window > n:
+        raise ValueError(f"measure_windows: window starts {starts} (+{window}) must lie inside the {n} tokens")
+    ones = torch.ones(b, starts[0], dtype=torch.long, device=sequences.device)
+    sess = DecodeSession(model, sequences[:, :starts[0]], ones, n + 1, None, inner)
     shared: dict = {}  # one compiled decode step per schedule structure: candidates differ in pages only
-    for name, sched in schedules.items():
-        from replaycompile.kernels.sparse_decode import reset_page_state
-        reset_page_state()
-        key = tuple(sorted(sched.structure().items()))
-        if key not in shared:
-            shared[key] = SparrowSchedule(pages=sched.pages, **sched.structure())
-        run = shared[key]
-        run.set_pages(sched.pages)
-        sess = base.clone()
-        sess.set_schedule(run, inner)
-        logits = [sess.logits.float()]
-        for i in range(prompt_len, n - 1):
-            logits.append(sess.step(sequences[:, i]).float())
-        alphas[name] = acceptance(dense, torch.stack(logits, 1))
-    return alphas, torch.arange(prompt_len, n)
+    alphas: dict = {name: [] for name in schedules}
+    positions = []
+    for w, s0 in enumerate(starts):
+        if s0 > sess.position():
+            sess.extend(sequences[:, sess.position():s0])
+        if progress:
+            print(f"sparrow: window {w + 1}/{len(starts)} at KV length {s0}", file=sys.stderr, flush=True)
+        feed = sequences[:, s0:s0 + window - 1]
+
+        def run(schedule):
+            reset_page_state()
+            c = sess.clone()
+            c.set_schedule(schedule, inner)
+            out = [c.logits.float()]
+            for i in range(feed.shape[1]):
+                out.append(c.step(feed[:, i]).float())
+            return torch.stack(out, 1)
+
+        dense = run(None)
+        for name, sched in schedules.items():
+            key = tuple(sorted(sched.structure().items()))
+            if key not in shared:
+                shared[key] = SparrowSchedule(pages=sched.pages, **sched.structure())
+            shared[key].set_pages(sched.pages)
+            alphas[name].append(acceptance(dense, run(shared[key])))
+        positions.append(torch.arange(s0, s0 + window))
+    return {k: torch.cat(v, 1) for k, v in alphas.items()}, torch.cat(positions)
+
+
+def measure_acceptance(model, sequences: Tensor, prompt_len: int, schedules: dict, inner: str = "eager"):
+    """``measure_windows`` with one window: the tokens after ``prompt_len``."""
+    return measure_windows(model, sequences, [prompt_len], sequences.shape[1] - prompt_len, schedules, inner)
 
 
 @dataclass
@@ -316,38 +336,44 @@ class Calibration:
                 f"p5 {r['p5']:.4f} (n={r['count']})" for r in self.table]
 
 
+def calibration_windows(n: int, bin_tokens: int, window: int) -> list[int]:
+    """Where ``calibrate`` measures in a sequence of n tokens: the last ``window`` tokens of every bin it covers
+    (and of a last, partly covered bin that holds a whole window)."""
+    starts = [max(e - window, 1) for e in range(bin_tokens, n + 1, bin_tokens)]
+    if n % bin_tokens and n - window >= (starts[-1] + window if starts else 1):
+        starts.append(n - window)
+    return starts
+
+
 def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: int = 2048, quantile: float = 0.05,
               window: int = 64, schedule: SparrowSchedule | None = None, inner: str = "eager",
               progress: bool = True) -> Calibration:
     """The cheapest monotone page table whose ``quantile`` (p5) acceptance reaches ``target`` in every bin.
 
-    ``prompts``: token tensors [B, N] (or a list of them, of several lengths, to cover the bins): the last
-    ``window`` tokens of each are decoded sparsely with teacher forcing (see ``measure_acceptance``). Each
-    candidate page count is measured as a fixed budget; per bin of KV length the cheapest candidate that meets
-    the target is taken, then the table is made non-decreasing. A bin where no candidate meets the target keeps
-    every page (dense) and is reported in ``met``. ``schedule`` supplies the other fields (page size, reserved
-    pages, dense layers; bucket size = ``bin_tokens``).
+    ``prompts``: token tensors [B, N] without padding (or a list of them): in every bin of KV length that a
+    prompt covers, its last ``window`` tokens of the bin are decoded with teacher forcing (``measure_windows``),
+    densely and with each candidate page count as a fixed budget. Per bin the cheapest candidate that meets the
+    target is taken, then the table is made non-decreasing. A bin where no candidate meets the target keeps every
+    page (dense) and is marked False in ``met``. ``schedule`` supplies the other fields (page size, reserved
+    pages, dense layers); the bucket size is ``bin_tokens``.
     """
     if not 0 < target <= 1:
         raise ValueError(f"calibrate: target={target} must be in (0, 1]")
     candidates = sorted(set(int(c) for c in candidates))
     if not candidates or candidates[0] < 0:
         raise ValueError(f"calibrate: candidates {candidates} must be non-negative page counts")
+    if window >= bin_tokens:
+        raise ValueError(f"calibrate: window={window} must be shorter than bin_tokens={bin_tokens}")
     if isinstance(prompts, Tensor):
         prompts = [prompts]
     base = schedule.structure() if schedule is not None else {}
     base["bucket_tokens"] = bin_tokens
     alphas = {c: [] for c in candidates}
     positions = []
-    for i, seqs in enumerate(prompts):
-        n = seqs.shape[1]
-        p = n - window
-        if progress:
-            import sys
-            print(f"calibrate: prompt set {i + 1}/{len(prompts)} ({tuple(seqs.shape)}), {len(candidates)} "
-                  f"candidates", file=sys.stderr, flush=True)
+    for seqs in prompts:
+        starts = calibration_windows(seqs.shape[1], bin_tokens, window)
         scheds = {c: SparrowSchedule(pages=(c,), **base) for c in candidates}
-        a, pos = measure_acceptance(model, seqs, p, scheds, inner=inner)
+        a, pos = measure_windows(model, seqs, starts, window, scheds, inner, progress)
         for c in candidates:
             alphas[c].append(a[c].reshape(-1))
         positions.append(pos.repeat(seqs.shape[0]))
@@ -361,15 +387,14 @@ def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: i
             if r["p5"] >= target and b not in best:
                 best[b] = c
     n_bins = int(pos_all.max()) // bin_tokens + 1
+    measured = {r["bin_start"] // bin_tokens for r in table}
     pages, met, running = [], [], 0
-    dense_pages = 1 << 17
     for b in range(n_bins):
-        measured = any(r["bin_start"] // bin_tokens == b for r in table)
         if b in best:
             running = max(running, best[b])
             met.append(True)
-        elif measured:
-            running = dense_pages
+        elif b in measured:
+            running = 1 << 17  # no candidate is good enough here: keep every page
             met.append(False)
         else:
             met.append(None)  # no data: carry the previous value

@@ -20,7 +20,8 @@ from replaycompile.kernels.sparse_decode_reference import select_pages_reference
 from replaycompile.models import tiny_model
 from replaycompile.retrieval import recall_accuracy, recall_sequences, retrieval_model
 from replaycompile.sparrow import (AcceptanceMonitor, SparrowSchedule, acceptance, acceptance_summary,
-                                   acceptance_topk, calibrate, measure_acceptance, tis_policy_loss)
+                                   acceptance_topk, calibrate, calibration_windows, measure_acceptance,
+                                   measure_windows, tis_policy_loss)
 
 # ------------------------------------------------------------------------------------------------ schedule
 
@@ -357,13 +358,15 @@ def test_sparse_decoding_breaks_the_tail_not_the_mean():
 
 def test_calibration_is_monotone_and_meets_the_target():
     model = retrieval_model()
-    prompts = [recall_sequences(2, ctx, window=48, seed=ctx)[0] for ctx in (512, 1536)]
-    cal = calibrate(model, prompts, candidates=[0, 2, 8, 32, 96], target=0.86, bin_tokens=512, window=48,
-                    progress=False)
+    seqs, _ = recall_sequences(2, 1536, window=48, seed=5, windows=calibration_windows(1536 + 48, 512, 48))
+    cands = [0, 2, 8, 32, 96]
+    cal = calibrate(model, seqs, candidates=cands, target=0.86, bin_tokens=512, window=48, progress=False)
     pages = cal.schedule.pages
-    assert list(pages) == sorted(pages) and all(x is not False for x in cal.met)
+    assert len(pages) == 4 and list(pages) == sorted(pages) and all(cal.met), cal.rows()
+    assert pages[0] < 96, "the cheapest candidates that meet the target were not taken"
+    # the table's rows: every candidate in every bin; with 0 pages the retrievals fail
+    assert len(cal.table) == 4 * len(cands) and min(r["p5"] for r in cal.table if r["pages"] == 0) < 0.5
     # re-measured with the calibrated schedule, every bin meets the target
-    for seqs in prompts:
-        a, pos = measure_acceptance(model, seqs, seqs.shape[1] - 48, {"cal": cal.schedule})
-        for row in acceptance_summary(a["cal"].flatten(), pos.repeat(seqs.shape[0]), 512):
-            assert row["p5"] >= 0.86, row
+    a, pos = measure_windows(model, seqs, calibration_windows(1584, 512, 48), 48, {"cal": cal.schedule})
+    rows = acceptance_summary(a["cal"].flatten(), pos.repeat(2), 512)
+    assert len(rows) == 4 and all(r["p5"] >= 0.86 for r in rows), rows
