@@ -316,16 +316,16 @@ def triton_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tenso
 
 @torch.library.custom_op("replaycompile::sparse_decode", mutates_args=())
 def sparse_decode(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, budget: Tensor, scale: float, page_size: int,
-                  sink: int, local: int, use_triton: bool, state_key: int) -> Tensor:
+                  sink: int, local: int, use_triton: bool, state_key: int, dense: bool = False) -> Tensor:
     """Budgeted sparse decode attention: q [B, Hq, 1, D], the cache k/v [B, Hkv, L, D], the step's SDPA mask,
-    ``budget`` from ``sparrow_budget``; ``state_key`` names the attention site whose page centroids to keep.
-    Returns [B, Hq, 1, D] in q.dtype."""
+    ``budget`` from ``sparrow_budget``; ``state_key`` names the attention site whose page centroids to keep;
+    ``dense`` (a layer the schedule keeps dense) attends to every page. Returns [B, Hq, 1, D] in q.dtype."""
     b = q.shape[0]
     visible = visible_keys(mask, b)
     kv_len, topk = (int(x) for x in budget.tolist())
     n_pages = -(-kv_len // page_size)
     triton_ok = use_triton or q.device.type == "cuda"
-    if sink + local + topk >= n_pages:
+    if dense or sink + local + topk >= n_pages:
         if triton_ok:
             pages = torch.arange(n_pages, device=q.device).expand(b, k.shape[1], n_pages)
             return triton_decode(q, k, v, visible, pages, page_size, scale)
@@ -337,5 +337,5 @@ def sparse_decode(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, budget: Tensor,
 
 
 @sparse_decode.register_fake
-def _sparse_decode_fake(q, k, v, mask, budget, scale, page_size, sink, local, use_triton, state_key):
+def _sparse_decode_fake(q, k, v, mask, budget, scale, page_size, sink, local, use_triton, state_key, dense=False):
     return q.new_empty(q.shape[:3] + (v.shape[-1],))

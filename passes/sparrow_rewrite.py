@@ -1,9 +1,10 @@
 """Rewrite a decode step's attention into Sparrow's budgeted sparse decode, with the schedule as a graph node.
 
 A decode graph (one query token per row, a static KV cache as graph inputs) calls SDPA per layer on the whole
-cache buffer with a mask that hides padding and unwritten slots. For every layer not kept dense by the schedule,
-the SDPA call becomes ``replaycompile::sparse_decode`` on the cache buffer itself (the ``repeat_kv`` copy of the
-cache that fed SDPA becomes dead code). One ``replaycompile::sparrow_budget`` node per distinct mask reads the KV
+cache buffer with a mask that hides padding and unwritten slots, after copying the cache per query head
+(``repeat_kv``). Every such call becomes ``replaycompile::sparse_decode`` on the cache buffer itself (the copy
+becomes dead code): budgeted for the sparse layers, over every page (``dense=True``, the GQA group folded into
+the query dimension) for the layers the schedule keeps dense. One ``replaycompile::sparrow_budget`` node per distinct mask reads the KV
 length from the mask and the page count from the table, which enters as a new graph input ``rc_sparrow_table``:
 a recalibrated table changes values, not the graph.
 
@@ -89,8 +90,6 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
         if qv is None or qv.dim() != 4 or qv.shape[2] != 1:
             raise NotDecode(f"attention `{n.name}` has {None if qv is None else tuple(qv.shape)} queries, not one "
                             f"token per row (prefill and training graphs stay dense)")
-        if i in schedule.dense_layers:
-            continue
         mask = _arg(n, 3, "attn_mask")
         if mask is None:
             raise NotDecode(f"attention `{n.name}` has no mask (a static-cache decode step masks unwritten slots)")
@@ -104,8 +103,6 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
             raise NotDecode(f"cache input `{ks.name}` is not [batch, kv_heads, length, head_dim]")
         scale = _arg(n, 6, "scale")
         plans.append((i, n, q, ks, vs, mask, float(scale) if scale is not None else 1.0 / math.sqrt(qv.shape[-1])))
-    if not plans:
-        raise NotDecode("every attention layer is kept dense by the schedule")
     g = fx.Graph()
     env: dict = {}
     g.output(g.graph_copy(gm.graph, env))
@@ -125,7 +122,7 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
         with g.inserting_before(n):
             new = g.call_function(torch.ops.replaycompile.sparse_decode.default,
                                   (q, ks, vs, mask, budgets[mask], scale, schedule.page_size, schedule.sink_pages,
-                                   schedule.local_pages, use_triton, next(_site_ids)))
+                                   schedule.local_pages, use_triton, next(_site_ids), i in schedule.dense_layers))
         old_kv = [x for x in n.args[1:3] if isinstance(x, fx.Node)]
         n.replace_all_uses_with(new)
         g.erase_node(n)
@@ -133,6 +130,6 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
     # a plain GraphModule (no Dynamo metadata): the inner compiler treats it as any FX graph
     new_gm = fx.GraphModule(gm, g)
     new_gm.meta = {}
-    sparse = [p[0] for p in plans]
+    sparse = [p[0] for p in plans if p[0] not in schedule.dense_layers]
     return new_gm, SparrowRewrite(sparse_layers=sparse,
                                   dense_layers=[i for i in range(len(sites)) if i not in sparse])

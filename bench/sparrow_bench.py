@@ -1,0 +1,235 @@
+"""Sparrow on this CPU: decode throughput dense vs scheduled-sparse, and the acceptance tail per position bin.
+
+    python bench/sparrow_bench.py            # 4K / 16K / 32K contexts, batch 1 and 8, calibration up to 32K
+    python bench/sparrow_bench.py --quick    # 2K / 4K, a smoke run
+
+Model: the hand-set recall model (``replaycompile.retrieval``: Llama-shaped, 8 layers, 2 query / 1 KV heads,
+head_dim 128, fp32); Sparrow keeps layers 0-1 dense and decodes layers 2-7 sparsely.
+
+1. **Calibration**: recall sequences as long as the largest context, with query windows at the end of every
+   2048-token bin; each candidate page count is measured as a fixed budget (teacher-forced alpha against dense
+   decoding), and ``calibrate`` picks the cheapest monotone table whose p5 alpha is >= 0.86 in every bin.
+2. **Acceptance table**: per bin, mean and p5 alpha for fixed small budgets, the calibrated schedule, and a fixed
+   budget of the same average cost as the calibrated schedule (which should keep a fine mean and break the p5).
+3. **Throughput**: per context and batch, decode steps interleaved round-robin, medians, tokens/s for
+   - dense: a static (preallocated) cache, every layer's attention over the written slots with the GQA group folded
+     into the query dimension (``SparrowSchedule.dense(dense_layers=())``, the same compiled step as Sparrow's);
+   - transformers' own static-cache decode (``repeat_kv`` + SDPA over the whole buffer), for reference;
+   - Sparrow with the calibrated schedule, and with fixed budgets.
+   Batch 8 repeats one prefilled prompt's cache (prefill is not what is measured).
+
+Writes ``bench/out/sparrow.json``, ``sparrow.md`` and ``sparrow.png`` (if matplotlib is installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+from replaycompile.kernels.sparse_decode import reset_page_state
+from replaycompile.retrieval import recall_sequences, retrieval_model
+from replaycompile.rollout import DecodeSession
+from replaycompile.sparrow import SparrowSchedule, acceptance_summary, calibrate, calibration_windows, measure_windows
+
+T0 = time.perf_counter()
+
+
+def log(msg):
+    print(f"[{time.perf_counter() - T0:7.1f}s] {msg}", flush=True)
+
+
+def repeat_rows(sess: DecodeSession, batch: int) -> DecodeSession:
+    """A batch-``batch`` session whose rows all hold row 0's cache (a benchmark shortcut around B prefills)."""
+    other = sess.clone()
+    for layer in other.cache.layers:
+        if getattr(layer, "is_initialized", False):
+            layer.keys = layer.keys[:1].repeat(batch, 1, 1, 1)
+            layer.values = layer.values[:1].repeat(batch, 1, 1, 1)
+            layer.batch_size = batch
+    other.am = sess.am[:1].repeat(batch, 1)
+    other.next_pos = sess.next_pos[:1].repeat(batch, 1)
+    other.logits = sess.logits[:1].repeat(batch, 1)
+    return other
+
+
+def throughput(model, ctx: int, batches, variants: dict, steps: int, reps: int) -> list[dict]:
+    seqs, _ = recall_sequences(1, ctx, window=64, seed=ctx)
+    t = time.perf_counter()
+    base = DecodeSession(model, seqs[:, :ctx], torch.ones(1, ctx, dtype=torch.long), ctx + steps * (reps + 2) + 16)
+    log(f"context {ctx}: prefill {time.perf_counter() - t:.1f}s")
+    rows = []
+    for b in batches:
+        sessions = {}
+        for name, sched in variants.items():
+            s = repeat_rows(base, b) if b > 1 else base.clone()
+            s.set_schedule(sched)
+            sessions[name] = s
+        times = {name: [] for name in variants}
+        for r in range(reps + 1):  # round 0 warms up (compiles) every variant
+            for name, s in sessions.items():
+                reset_page_state()  # sessions share compiled steps; their page memos would thrash otherwise
+                tok = s.logits.argmax(-1)
+                s.step(tok)  # rebuild the page centroids for this session (not timed)
+                t = time.perf_counter()
+                for _ in range(steps):
+                    tok = s.step(tok).argmax(-1)
+                if r:
+                    times[name].append((time.perf_counter() - t) / steps)
+        dense_ms = statistics.median(times["dense"]) * 1e3
+        for name in variants:
+            ms = statistics.median(times[name]) * 1e3
+            rows.append(dict(context=ctx, batch=b, variant=name, ms_per_step=ms, tokens_per_s=b / ms * 1e3,
+                             speedup_vs_dense=dense_ms / ms))
+            log(f"context {ctx} batch {b}: {name}: {ms:.1f} ms/step, {b / ms * 1e3:.1f} tok/s, "
+                f"{dense_ms / ms:.2f}x dense")
+        del sessions
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--contexts", type=int, nargs="+", default=None)
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--noise", type=float, default=1.0, help="the recall model's key noise")
+    ap.add_argument("--bin", type=int, default=2048)
+    ap.add_argument("--window", type=int, default=64)
+    ap.add_argument("--cal-batch", type=int, default=2)
+    ap.add_argument("--candidates", type=int, nargs="+", default=[0, 2, 4, 8, 16, 32, 64, 128, 256])
+    ap.add_argument("--target", type=float, default=0.86)
+    ap.add_argument("--steps", type=int, default=4, help="decode steps per timed round")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out"))
+    args = ap.parse_args(argv)
+    if args.contexts is None:
+        args.contexts = [2048, 4096] if args.quick else [4096, 16384, 32768]
+    if args.quick:
+        args.bin, args.candidates = 1024, [0, 2, 8, 32, 128]
+    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    os.makedirs(args.out, exist_ok=True)
+    model = retrieval_model(noise=args.noise)
+    res = dict(args=vars(args), threads=torch.get_num_threads(), allocator=os.environ.get("LD_PRELOAD", "glibc"))
+
+    # 1. calibration
+    n = max(args.contexts) + args.window
+    wins = calibration_windows(n, args.bin, args.window)
+    seqs, _ = recall_sequences(args.cal_batch, n - args.window, window=args.window, seed=1, windows=wins)
+    log(f"calibrating on {tuple(seqs.shape)}: {len(wins)} windows x {len(args.candidates)} candidates")
+    cal = calibrate(model, seqs, args.candidates, args.target, bin_tokens=args.bin, window=args.window)
+    for line in cal.rows():
+        log("calibration: " + line)
+    sched = cal.schedule
+    log(f"calibrated schedule: pages per {args.bin}-token bucket {list(sched.pages)}; met {cal.met}")
+    sched.save(os.path.join(args.out, "sparrow_schedule.json"))
+
+    # 2. acceptance: the calibrated schedule and a fixed budget of the same average cost, re-measured
+    bins = len(sched.pages)
+    avg = round(sum(min(p, (b + 1) * args.bin // 16) for b, p in enumerate(sched.pages)) / bins)
+    check = {"calibrated": sched, f"fixed {avg} (same average cost)": SparrowSchedule.fixed(avg, bucket_tokens=args.bin)}
+    alphas, pos = measure_windows(model, seqs, wins, args.window, check, progress=True)
+    acc_rows = []
+    for r in cal.table:
+        acc_rows.append(dict(variant=f"fixed {r['pages']}", **r))
+    for name, a in alphas.items():
+        for r in acceptance_summary(a.flatten(), pos.repeat(seqs.shape[0]), args.bin):
+            acc_rows.append(dict(variant=name, **r))
+    res.update(schedule=sched.to_dict(), met=cal.met, acceptance=acc_rows)
+
+    # 3. throughput
+    variants = {"dense": SparrowSchedule.dense(dense_layers=()), "transformers static cache": None,
+                "sparrow calibrated": sched, f"fixed {avg}": SparrowSchedule.fixed(avg, bucket_tokens=args.bin)}
+    tp = []
+    for ctx in args.contexts:
+        tp += throughput(model, ctx, args.batches, variants, args.steps, args.reps)
+        res["throughput"] = tp
+        with open(os.path.join(args.out, "sparrow.json"), "w") as f:
+            json.dump(res, f, indent=1)
+
+    md = report(res, args, avg)
+    with open(os.path.join(args.out, "sparrow.md"), "w") as f:
+        f.write(md)
+    print(md)
+    plot(res, args, os.path.join(args.out, "sparrow.png"))
+    log(f"wrote {args.out}/sparrow.json, sparrow.md, sparrow_schedule.json")
+
+
+def report(res, args, avg) -> str:
+    out = ["## Decode throughput (CPU, %d threads, fp32; median of %d interleaved rounds)" % (res["threads"],
+                                                                                           args.reps), "",
+           "| context | batch | variant | ms/step | tokens/s | vs dense |", "|---|---|---|---|---|---|"]
+    for r in res["throughput"]:
+        out.append(f"| {r['context']} | {r['batch']} | {r['variant']} | {r['ms_per_step']:.1f} | "
+                   f"{r['tokens_per_s']:.1f} | {r['speedup_vs_dense']:.2f}x |")
+    variants = []
+    for r in res["acceptance"]:
+        if r["variant"] not in variants:
+            variants.append(r["variant"])
+    bins = sorted({r["bin_start"] for r in res["acceptance"]})
+    out += ["", f"## Acceptance per {args.bin}-token bin of KV length: p5 (mean) of alpha, teacher-forced recall "
+                f"windows; dense is 1.0 by definition", "",
+            "| variant | " + " | ".join(f"{b // 1024}K-{(b + args.bin) // 1024}K" for b in bins) + " |",
+            "|---|" + "---|" * len(bins)]
+    for v in variants:
+        cells = []
+        for b in bins:
+            r = next((x for x in res["acceptance"] if x["variant"] == v and x["bin_start"] == b), None)
+            cells.append("-" if r is None else f"{r['p5']:.3f} ({r['mean']:.3f})")
+        out.append(f"| {v} | " + " | ".join(cells) + " |")
+    out += ["", f"calibrated pages per bucket: {res['schedule']['pages']} (+{res['schedule']['sink_pages']} sink, "
+                f"+{res['schedule']['local_pages']} local; layers {res['schedule']['dense_layers']} dense)",
+            f"fixed budget of the same average cost: {avg} pages"]
+    top = [r for r in res["throughput"] if r["variant"] == "sparrow calibrated"]
+    if top:
+        t = max(top, key=lambda r: (r["context"], r["batch"]))
+        cal_ok = all(r["p5"] >= args.target for r in res["acceptance"] if r["variant"] == "calibrated")
+        out.append(f"target: {t['context']} context, batch {t['batch']}: {t['speedup_vs_dense']:.2f}x dense "
+                   f"(>= 2.5x: {t['speedup_vs_dense'] >= 2.5}); calibrated p5 >= {args.target} in every bin: {cal_ok}")
+    return "\n".join(out) + "\n"
+
+
+def plot(res, args, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib is not installed: no plot (pip install matplotlib)")
+        return
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.5))
+    names = []
+    for r in res["throughput"]:
+        if r["variant"] not in names:
+            names.append(r["variant"])
+    keys = sorted({(r["context"], r["batch"]) for r in res["throughput"]})
+    width = 0.8 / len(names)
+    for i, nm in enumerate(names):
+        ys = [next(r["tokens_per_s"] for r in res["throughput"] if r["variant"] == nm and (r["context"], r["batch"]) == k)
+              for k in keys]
+        ax1.bar([j + i * width for j in range(len(keys))], ys, width, label=nm)
+    ax1.set_xticks([j + 0.4 - width / 2 for j in range(len(keys))], [f"{c // 1024}K, B={b}" for c, b in keys])
+    ax1.set_ylabel("decode tokens/s")
+    ax1.set_yscale("log")
+    ax1.legend(fontsize=8)
+    ax1.set_title("decode throughput (CPU)")
+    for v in dict.fromkeys(r["variant"] for r in res["acceptance"]):
+        rows = sorted((r for r in res["acceptance"] if r["variant"] == v), key=lambda r: r["bin_start"])
+        style = "-" if v in ("calibrated",) or "same" in v else ":"
+        ax2.plot([r["bin_start"] / 1024 for r in rows], [r["p5"] for r in rows], style, marker="o", label=v)
+    ax2.axhline(args.target, color="k", lw=0.8)
+    ax2.set_xlabel("KV length bin start (K tokens)")
+    ax2.set_ylabel("p5 alpha")
+    ax2.set_title("acceptance tail per bin")
+    ax2.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    log(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
