@@ -187,7 +187,7 @@ def correctness(args, device, res, save):
     ro, rl = masked_attention_reference(qr, kr, vr, budget_visibility_mask(sel, nq, nk, bq, bk), d ** -0.5)
     rgr = torch.autograd.grad(ro, (qr, kr, vr), go.float())
     qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
-    out, lse = bsa.block_sparse_attention(qs, ks, vs, lay.tensors(), bq, bk, d ** -0.5)
+    out, lse = bsa.block_sparse_attention(qs, ks, vs, lay.tensors(), bq, bk, d ** -0.5, True)
     grads = torch.autograd.grad(out, (qs, ks, vs), go)
     finite = torch.isfinite(rl)
     row = dict(case=f"budget bf16 Nq={nq} Nk={nk} Hq={hq} Hkv={hkv} D={d} per-head selection",

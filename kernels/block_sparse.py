@@ -126,6 +126,21 @@ class BlockLayout:
                 full[hh, m, cols] = fl[ptr[hh, m]:ptr[hh, m + 1]]
         return vis, full
 
+    def token_mask(self) -> Tensor:
+        """bool [heads, n_q, n_k]: the causal rule inside the listed blocks (bottom-right aligned), as a dense
+        mask. For the PyTorch path of the budget op on small inputs and for tests; O(n_q x n_k)."""
+        h, nqb, nkb = self.heads, self.num_q_blocks, self.num_k_blocks
+        ptr = self.q_ptr.long().cpu()
+        counts = (ptr[:, 1:] - ptr[:, :-1]).reshape(-1)
+        rows = torch.repeat_interleave(torch.arange(h * nqb), counts)
+        blocks = torch.zeros(h * nqb, nkb, dtype=torch.bool)
+        blocks[rows, self.q_idx.long().cpu()] = True
+        blocks = blocks.view(h, nqb, nkb)
+        qb = torch.arange(self.n_q) // self.block_q
+        kb = torch.arange(self.n_k) // self.block_k
+        causal = torch.arange(self.n_k)[None, :] <= (torch.arange(self.n_q) + (self.n_k - self.n_q))[:, None]
+        return blocks[:, qb][:, :, kb] & causal[None]
+
     def visited_pairs(self) -> int:
         """Number of (head, query block, key block) triples the forward visits."""
         return int(self.q_idx.numel())

@@ -361,22 +361,53 @@ def _check_budget(q, k, v, layout_tensors, block_q, block_k):
     torch._check(block_q > 0 and block_k > 0, lambda: "block sizes must be positive")
 
 
+def _torch_budget(q: Tensor, k: Tensor, v: Tensor, lay: BlockLayout, scale: float):
+    """The PyTorch path of the budget op: the layout as a dense mask, plain attention in float32 (CPU training of
+    small models, where the Triton interpreter would be far too slow)."""
+    from .block_sparse_reference import masked_attention_reference
+    return masked_attention_reference(q, k, v, lay.token_mask().to(q.device), scale)
+
+
+def _torch_budget_backward(grad_out, q, k, v, out, lse, lay: BlockLayout, scale: float):
+    """dq, dk, dv of ``_torch_budget`` by the attention backward formulas (autograd is off inside an op)."""
+    hq, hkv = q.shape[1], k.shape[1]
+    g = hq // hkv
+    cdt = torch.promote_types(q.dtype, torch.float32)
+    mask = lay.token_mask().to(q.device)
+    mask = (mask.repeat_interleave(g, dim=0) if mask.shape[0] > 1 else mask)[None]
+    qf, go = q.to(cdt), grad_out.to(cdt)
+    kf = k.to(cdt).repeat_interleave(g, dim=1)
+    vf = v.to(cdt).repeat_interleave(g, dim=1)
+    s = (qf @ kf.transpose(-1, -2)) * scale
+    lse_safe = torch.where(torch.isinf(lse), torch.full_like(lse, float("inf")), lse).to(cdt)
+    p = torch.where(mask, torch.exp(s - lse_safe[..., None]), torch.zeros((), dtype=cdt))
+    dv = (p.transpose(-1, -2) @ go).reshape(1, hkv, g, *vf.shape[2:]).sum(2)
+    dp = go @ vf.transpose(-1, -2)
+    ds = p * (dp - (go * out.to(cdt)).sum(-1, keepdim=True))
+    dq = (ds @ kf) * scale
+    dk = ((ds.transpose(-1, -2) @ qf) * scale).reshape(1, hkv, g, *kf.shape[2:]).sum(2)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
 @torch.library.custom_op("replaycompile::block_sparse_attention", mutates_args=())
 def block_sparse_attention(q: Tensor, k: Tensor, v: Tensor, layout: list[Tensor], block_q: int, block_k: int,
-                           scale: float) -> tuple[Tensor, Tensor]:
+                           scale: float, use_triton: bool) -> tuple[Tensor, Tensor]:
     """Causal block-sparse attention over a layout's blocks (a Sparrow budget): (out, lse float32).
 
     q [1, Hq, Nq, D], k/v [1, Hkv, Nk, D]; query i sits at position ``i + Nk - Nq``. ``layout`` is
     ``BlockLayout.tensors()`` for blocks (block_q, block_k), e.g. from ``causal_block_mask(..., selected)``.
-    Runs the Triton kernels (interpreted for CPU tensors).
+    ``use_triton``: the Triton kernels (interpreted for CPU tensors); False on CPU runs a dense-mask PyTorch path
+    instead (small inputs only: O(Nq x Nk) memory). CUDA tensors always take the kernels.
     """
     _check_budget(q, k, v, layout, block_q, block_k)
     lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
+    if not use_triton and q.device.type == "cpu":
+        return _torch_budget(q, k, v, lay, scale)
     return forward(q, k, v, lay, scale)
 
 
 @block_sparse_attention.register_fake
-def _block_sparse_attention_fake(q, k, v, layout, block_q, block_k, scale):
+def _block_sparse_attention_fake(q, k, v, layout, block_q, block_k, scale, use_triton):
     _check_budget(q, k, v, layout, block_q, block_k)
     return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
 
@@ -384,20 +415,23 @@ def _block_sparse_attention_fake(q, k, v, layout, block_q, block_k, scale):
 @torch.library.custom_op("replaycompile::block_sparse_attention_backward", mutates_args=())
 def block_sparse_attention_backward(grad_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
                                     layout: list[Tensor], block_q: int, block_k: int,
-                                    scale: float) -> tuple[Tensor, Tensor, Tensor]:
+                                    scale: float, use_triton: bool) -> tuple[Tensor, Tensor, Tensor]:
     lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
+    if not use_triton and q.device.type == "cpu":
+        return _torch_budget_backward(grad_out, q, k, v, out, lse, lay, scale)
     return backward(grad_out.contiguous(), q, k, v, out, lse, lay, scale)
 
 
 @block_sparse_attention_backward.register_fake
-def _block_sparse_attention_backward_fake(grad_out, q, k, v, out, lse, layout, block_q, block_k, scale):
+def _block_sparse_attention_backward_fake(grad_out, q, k, v, out, lse, layout, block_q, block_k, scale,
+                                          use_triton):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _bs_setup(ctx, inputs, output):
-    q, k, v, layout, block_q, block_k, scale = inputs
+    q, k, v, layout, block_q, block_k, scale, use_triton = inputs
     ctx.save_for_backward(q, k, v, output[0], output[1], *layout)
-    ctx.meta = (block_q, block_k, scale)
+    ctx.meta = (block_q, block_k, scale, use_triton)
     ctx.mark_non_differentiable(output[1])
 
 
@@ -406,7 +440,7 @@ def _bs_backward(ctx, grad_out, grad_lse):
     dq = dk = dv = None
     if grad_out is not None and any(ctx.needs_input_grad[:3]):
         dq, dk, dv = block_sparse_attention_backward(grad_out, q, k, v, out, lse, layout, *ctx.meta)
-    return dq, dk, dv, [None] * 6, None, None, None
+    return dq, dk, dv, [None] * 6, None, None, None, None
 
 
 block_sparse_attention.register_autograd(_bs_backward, setup_context=_bs_setup)

@@ -195,7 +195,7 @@ def _check_budget(nq, nk, hq, hkv, d, sel, dtype=torch.float32, bq=16, bk=16, se
     go = torch.randn(ro.shape, generator=g).to(dtype)
     rg = torch.autograd.grad(ro, (qr, kr, vr), go.double())
     q, k, v = (x.requires_grad_() for x in (q, k, v))
-    out, lse = bsa.block_sparse_attention(q, k, v, lay.tensors(), bq, bk, scale)
+    out, lse = bsa.block_sparse_attention(q, k, v, lay.tensors(), bq, bk, scale, True)
     gg = torch.autograd.grad(out, (q, k, v), go)
     tol = TOLS[dtype]
     torch.testing.assert_close(out.double(), ro.detach(), **tol)
@@ -257,7 +257,7 @@ def test_opcheck_block_sparse_attention():
     k = torch.randn(1, 2, 37, 16, generator=g).requires_grad_()
     v = torch.randn(1, 2, 37, 16, generator=g).requires_grad_()
     torch.library.opcheck(torch.ops.replaycompile.block_sparse_attention.default,
-                          (q, k, v, lay.tensors(), 16, 16, 0.25))
+                          (q, k, v, lay.tensors(), 16, 16, 0.25, True))
 
 
 def test_opcheck_tree_attention_with_layout():
@@ -276,7 +276,7 @@ def test_budget_op_under_torch_compile():
     q, k, v = (torch.randn(1, 2, 24, 16, generator=g).requires_grad_() for _ in range(3))
 
     def fn(q, k, v, *layout):
-        out, _ = torch.ops.replaycompile.block_sparse_attention(q, k, v, list(layout), 16, 16, 0.25)
+        out, _ = torch.ops.replaycompile.block_sparse_attention(q, k, v, list(layout), 16, 16, 0.25, True)
         return (out * 2).sum()
 
     loss = torch.compile(fn, backend="aot_eager", fullgraph=True)(q, k, v, *lay.tensors())
@@ -351,3 +351,18 @@ def test_kernels_compile_for_hopper(kernel, dtype, tree):
     except FileNotFoundError as e:  # no ptxas in this Triton install
         pytest.skip(f"Triton's CUDA toolchain is missing: {e}")
     assert compiled.metadata.shared <= 232448, "exceeds the H100/H200 shared memory per block"
+
+
+def test_budget_torch_path_equals_the_kernels():
+    """use_triton=False (the dense-mask PyTorch path for CPU training) gives the kernels' outputs and gradients."""
+    sel = torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(4)) < 0.6
+    lay = BlockLayout.from_block_masks(*causal_block_mask(40, 60, 16, 16, sel), 16, 16, 40, 60)
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, h, n, 16, generator=g).requires_grad_() for h, n in ((4, 40), (2, 60), (2, 60)))
+    go = torch.randn(1, 4, 40, 16, generator=g)
+    res = []
+    for use_triton in (True, False):
+        out, lse = bsa.block_sparse_attention(q, k, v, lay.tensors(), 16, 16, 0.25, use_triton)
+        res.append((out, lse, *torch.autograd.grad(out, (q, k, v), go)))
+    for a, b in zip(*res):
+        torch.testing.assert_close(a, b, rtol=2e-5, atol=2e-5)

@@ -370,3 +370,33 @@ def test_calibration_is_monotone_and_meets_the_target():
     a, pos = measure_windows(model, seqs, calibration_windows(1584, 512, 48), 48, {"cal": cal.schedule})
     rows = acceptance_summary(a["cal"].flatten(), pos.repeat(2), 512)
     assert len(rows) == 4 and all(r["p5"] >= 0.86 for r in rows), rows
+
+
+# ------------------------------------------------------------------------------------------------ DistillSparse
+
+
+def test_distill_sparse_reduces_the_kl_and_leaves_the_dense_policy_alone():
+    from replaycompile.distill import DistillSparse
+
+    model = retrieval_model()
+    ctx = 256
+    seqs, _ = recall_sequences(2, ctx, window=32, seed=2, query_every=4)
+    am = torch.ones_like(seqs)
+    ds = DistillSparse(model, SparrowSchedule.fixed(0, bucket_tokens=512), r=16, lora_alpha=32, lr=3e-3,
+                       kl_coef=1.0)
+    assert all(p.requires_grad for n, p in ds.model.named_parameters() if "lora_" not in n), \
+        "the RL trainer's base weights must stay trainable"
+    dense = ds.dense_logprobs(seqs, am, ctx)
+    mask = torch.ones_like(dense)
+
+    def kl():
+        with torch.no_grad():
+            lr = dense - ds.sparse_logprobs(seqs, am, ctx)
+        return float((lr.exp() - 1 - lr).mean())
+
+    before = kl()
+    for _ in range(3):
+        ds.step(seqs, am, ctx, mask, torch.zeros(2), rollout_logprobs=dense.clone(), dense_logprobs=dense)
+    after = kl()
+    assert after < 0.6 * before, (before, after)
+    torch.testing.assert_close(ds.dense_logprobs(seqs, am, ctx), dense)  # adapters off: the dense policy
