@@ -2,8 +2,14 @@
 
     policy = torch.compile(model, backend="replay")     # found through the entry point
     replaycompile.last_stats()                           # what the last call did
+
+Sparse rollouts (Sparrow): ``replaycompile.SparrowSchedule``, ``replaycompile.rollout.generate``,
+``replaycompile.sparrow`` (acceptance, calibration, the TIS loss), ``replaycompile.distill.DistillSparse``.
 """
 
+from . import rollout, sparrow
 from .backend import DEFAULT_MIN_SHARED_TOKENS, ReplayOptions, last_stats, parse_options
+from .sparrow import SparrowSchedule
 
-__all__ = ["last_stats", "parse_options", "ReplayOptions", "DEFAULT_MIN_SHARED_TOKENS"]
+__all__ = ["last_stats", "parse_options", "ReplayOptions", "DEFAULT_MIN_SHARED_TOKENS", "SparrowSchedule",
+           "rollout", "sparrow"]
