@@ -106,6 +106,9 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=4, help="decode steps per timed round")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out"))
+    ap.add_argument("--schedule", help="skip calibration: use this schedule JSON (throughput only)")
+    ap.add_argument("--acceptance-from", help="with --schedule: take the acceptance table from this earlier "
+                                              "sparrow.json")
     args = ap.parse_args(argv)
     if args.contexts is None:
         args.contexts = [2048, 4096] if args.quick else [4096, 16384, 32768]
@@ -116,30 +119,38 @@ def main(argv=None):
     model = retrieval_model(noise=args.noise)
     res = dict(args=vars(args), threads=torch.get_num_threads(), allocator=os.environ.get("LD_PRELOAD", "glibc"))
 
-    # 1. calibration
-    n = max(args.contexts) + args.window
-    wins = calibration_windows(n, args.bin, args.window)
-    seqs, _ = recall_sequences(args.cal_batch, n - args.window, window=args.window, seed=1, windows=wins)
-    log(f"calibrating on {tuple(seqs.shape)}: {len(wins)} windows x {len(args.candidates)} candidates")
-    cal = calibrate(model, seqs, args.candidates, args.target, bin_tokens=args.bin, window=args.window)
-    for line in cal.rows():
-        log("calibration: " + line)
-    sched = cal.schedule
-    log(f"calibrated schedule: pages per {args.bin}-token bucket {list(sched.pages)}; met {cal.met}")
-    sched.save(os.path.join(args.out, "sparrow_schedule.json"))
+    if args.schedule:
+        sched = SparrowSchedule.load(args.schedule)
+        prev = json.load(open(args.acceptance_from)) if args.acceptance_from else {}
+        res.update(schedule=sched.to_dict(), met=prev.get("met"), acceptance=prev.get("acceptance", []))
+        bins = len(sched.pages)
+        avg = round(sum(min(p, (b + 1) * args.bin // 16) for b, p in enumerate(sched.pages)) / bins)
+        log(f"schedule from {args.schedule}: {list(sched.pages)}; acceptance from {args.acceptance_from}")
+    else:
+        # 1. calibration
+        n = max(args.contexts) + args.window
+        wins = calibration_windows(n, args.bin, args.window)
+        seqs, _ = recall_sequences(args.cal_batch, n - args.window, window=args.window, seed=1, windows=wins)
+        log(f"calibrating on {tuple(seqs.shape)}: {len(wins)} windows x {len(args.candidates)} candidates")
+        cal = calibrate(model, seqs, args.candidates, args.target, bin_tokens=args.bin, window=args.window)
+        for line in cal.rows():
+            log("calibration: " + line)
+        sched = cal.schedule
+        log(f"calibrated schedule: pages per {args.bin}-token bucket {list(sched.pages)}; met {cal.met}")
+        sched.save(os.path.join(args.out, "sparrow_schedule.json"))
 
-    # 2. acceptance: the calibrated schedule and a fixed budget of the same average cost, re-measured
-    bins = len(sched.pages)
-    avg = round(sum(min(p, (b + 1) * args.bin // 16) for b, p in enumerate(sched.pages)) / bins)
-    check = {"calibrated": sched, f"fixed {avg} (same average cost)": SparrowSchedule.fixed(avg, bucket_tokens=args.bin)}
-    alphas, pos = measure_windows(model, seqs, wins, args.window, check, progress=True)
-    acc_rows = []
-    for r in cal.table:
-        acc_rows.append(dict(variant=f"fixed {r['pages']}", **r))
-    for name, a in alphas.items():
-        for r in acceptance_summary(a.flatten(), pos.repeat(seqs.shape[0]), args.bin):
-            acc_rows.append(dict(variant=name, **r))
-    res.update(schedule=sched.to_dict(), met=cal.met, acceptance=acc_rows)
+        # 2. acceptance: the calibrated schedule and a fixed budget of the same average cost, re-measured
+        bins = len(sched.pages)
+        avg = round(sum(min(p, (b + 1) * args.bin // 16) for b, p in enumerate(sched.pages)) / bins)
+        check = {"calibrated": sched, f"fixed {avg} (same average cost)": SparrowSchedule.fixed(avg, bucket_tokens=args.bin)}
+        alphas, pos = measure_windows(model, seqs, wins, args.window, check, progress=True)
+        acc_rows = []
+        for r in cal.table:
+            acc_rows.append(dict(variant=f"fixed {r['pages']}", **r))
+        for name, a in alphas.items():
+            for r in acceptance_summary(a.flatten(), pos.repeat(seqs.shape[0]), args.bin):
+                acc_rows.append(dict(variant=name, **r))
+        res.update(schedule=sched.to_dict(), met=cal.met, acceptance=acc_rows)
 
     # 3. throughput
     variants = {"dense": SparrowSchedule.dense(dense_layers=()), "transformers static cache": None,

@@ -413,6 +413,14 @@ class ReplayGraph:
         return out
 
 
+_sparrow_count = [0]
+
+
+def sparrow_calls() -> int:
+    """How many decode steps have run through a Sparrow-rewritten graph (rollouts check it advanced)."""
+    return _sparrow_count[0]
+
+
 class SparrowGraph:
     """A graph compiled with a Sparrow schedule: decode steps get budgeted sparse attention (the table is an
     input read from the schedule at every call); any other graph (prefill, training) is compiled unchanged."""
@@ -440,6 +448,7 @@ class SparrowGraph:
                              "layers changed after compiling; only its page table (set_pages) may change. "
                              "Compile again (torch._dynamo.reset()) to use the new structure.")
         out = self.fn(*args, self.schedule.table(padded=True))
+        _sparrow_count[0] += 1
         _record({"applied": True, "mode": "sparrow", "sparse_layers": self.info.sparse_layers,
                  "dense_layers": self.info.dense_layers, "fallback_reason": None})
         return out

@@ -44,16 +44,47 @@ class Rollout:
 _compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+# Every compiled decode step of a model shares the model's forward code object, and Dynamo keeps at most
+# ``recompile_limit`` graphs per code object before it silently runs the function eagerly (dense). Each
+# (schedule, batch, cache length) needs a graph, so raise the limit while stepping and check the step ran sparse.
+_RECOMPILE_LIMIT = 64
+_CACHE_ROUND = 1024  # cache lengths are rounded up to this, so prompts of similar length share a graph
+
+
 def _decode_step(model, schedule, inner: str, attention: str):
     if schedule is None:
         return model
     per_model = _compiled.setdefault(model, {})
     key = (id(schedule), inner, attention)
     if key not in per_model:
-        per_model[key] = (schedule, torch.compile(model, backend="replay", dynamic=False,
-                                                  options={"schedule": schedule, "inner": inner,
-                                                           "attention": attention}))
+        compiled = torch.compile(model, backend="replay", dynamic=False,
+                                 options={"schedule": schedule, "inner": inner, "attention": attention})
+
+        def step(**kw):
+            from replaycompile import backend
+            before = backend.sparrow_calls()
+            with torch._dynamo.config.patch(recompile_limit=max(_RECOMPILE_LIMIT,
+                                                                torch._dynamo.config.recompile_limit)):
+                out = compiled(**kw)
+            if backend.sparrow_calls() == before:
+                _warn_dense_fallback()
+            return out
+
+        per_model[key] = (schedule, step)
     return per_model[key][1]
+
+
+_warned_fallback = False
+
+
+def _warn_dense_fallback() -> None:
+    global _warned_fallback
+    if not _warned_fallback:
+        _warned_fallback = True
+        import logging
+        logging.getLogger("replaycompile").warning(
+            "rollout: a decode step ran without the Sparrow rewrite (torch.compile fell back to eager, e.g. after "
+            "too many recompiles; TORCH_LOGS=recompiles says why): these tokens were decoded densely")
 
 
 def _eos_ids(model, eos_token_id) -> list[int]:
@@ -107,7 +138,7 @@ class DecodeSession:
         _check_left_padded(attention_mask)
         dev = input_ids.device
         b, t = input_ids.shape
-        page = schedule.page_size if schedule is not None else 16
+        page = _CACHE_ROUND if schedule is not None else 16
         self.max_len = -(-max_len // page) * page
         self.model, self.t, self.fed = model, 0, 0
         self.cache = StaticCache(config=model.config, max_cache_len=self.max_len)
