@@ -400,3 +400,37 @@ def test_distill_sparse_reduces_the_kl_and_leaves_the_dense_policy_alone():
     after = kl()
     assert after < 0.6 * before, (before, after)
     torch.testing.assert_close(ds.dense_logprobs(seqs, am, ctx), dense)  # adapters off: the dense policy
+
+
+def test_decode_kernel_compiles_for_hopper():
+    """No GPU here: compile the Triton split-K decode kernel ahead of time for sm_90, as the block-sparse
+    kernels are (tests/test_block_sparse.py)."""
+    import inspect
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource, compile
+    from triton.runtime.jit import JITFunction
+
+    consts = dict(GROUP=4, BLOCK_G=16, HEAD_DIM=128, BLOCK_D=128, PAGE=16, PAGES_PER_ITER=4, N_SPLIT=8, UPCAST=False)
+    sig = {}
+    for name in inspect.signature(sd._decode_kernel).parameters:
+        if name in consts:
+            sig[name] = "constexpr"
+        elif name in ("Q", "K", "V"):
+            sig[name] = "*bf16"
+        elif name in ("O_ACC", "O_M", "O_L"):
+            sig[name] = "*fp32"
+        elif name == "VIS":
+            sig[name] = "*i8"
+        elif name == "PAGES":
+            sig[name] = "*i32"
+        elif name == "scale_log2":
+            sig[name] = "fp32"
+        else:
+            sig[name] = "i32"
+    try:
+        k = compile(ASTSource(JITFunction(sd._decode_kernel), sig, consts), target=GPUTarget("cuda", 90, 32),
+                    options=dict(num_warps=4, num_stages=2))
+    except FileNotFoundError as e:
+        pytest.skip(f"Triton's CUDA toolchain is missing: {e}")
+    assert k.metadata.shared <= 232448
