@@ -7,7 +7,9 @@ marks the real, already-written tokens. The cache is cut into pages of ``page_si
 * the **score** of a page is its centroid against the mean query of the GQA group;
 * **reserved pages** are always kept: ``sink`` pages from the row's first visible page, and ``local`` pages
   ending at the page of the last token;
-* the ``topk`` best-scoring pages among the rest are kept too (fewer if fewer exist);
+* the best-scoring pages among the rest fill the budget: ``topk`` of them, plus any slot a reserved page left
+  free by coinciding with another (a row with few real pages), so every row keeps ``sink + local + topk`` pages
+  (fewer if fewer exist);
 * attention is ordinary softmax attention over the visible keys of the kept pages.
 
 When reserved + top-k covers every page, this is dense decode attention exactly.
@@ -44,7 +46,7 @@ def select_pages_reference(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, t
                 toks = [t for t in range(p * page_size, min((p + 1) * page_size, kv_len)) if vis_t[t]]
                 centroid = k[bi, h, toks].double().mean(0)
                 scores[p] = float(centroid @ qm)
-            best = sorted(scores, key=lambda p: (-scores[p], p))[:topk]
+            best = sorted(scores, key=lambda p: (-scores[p], p))[:topk + sink + local - len(reserved)]
             for p in reserved | set(best):
                 kept[bi, h, p] = True
     return kept

@@ -434,3 +434,19 @@ def test_decode_kernel_compiles_for_hopper():
     except FileNotFoundError as e:
         pytest.skip(f"Triton's CUDA toolchain is missing: {e}")
     assert k.metadata.shared <= 232448
+
+
+def test_reserved_pages_that_coincide_free_their_slot():
+    """A heavily left-padded row: its sink page is one of the local pages, and the freed slot goes to the next
+    best page, as the reference says (the budget per row stays sink + local + topk)."""
+    q, k, v, vis = _decode_case(length=160, kv_len=150)
+    vis[-1, :130] = False  # row 1: real tokens only in pages 8 and 9 -> sink page 8 is also a local page
+    sd.reset_page_state()
+    kept = select_pages_reference(q, k, vis, 150, 1, 16, 1, 2)
+    pages = sd.select_pages(q, k, vis, 150, 1, 16, 1, 2, state_key=11)
+    got = torch.zeros_like(kept).scatter_(2, pages, True)
+    has = torch.stack([vis[:, p * 16:(p + 1) * 16].any(1) for p in range(kept.shape[2])], 1)[:, None]
+    assert torch.equal(got & has, kept & has)
+    ref = sparse_decode_reference(q, k, v, vis, kept, 16, 0.25)
+    out = sd.sparse_decode(q, k, v, vis[:, None, None, :], torch.tensor([150, 1]), 0.25, 16, 1, 2, False, 12)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
