@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["select_pages_reference", "sparse_decode_reference", "dense_decode_reference"]
+__all__ = ["select_pages_reference", "sparse_decode_reference"]
 
 
 def select_pages_reference(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, topk: int, page_size: int,
@@ -70,8 +70,3 @@ def sparse_decode_reference(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, ke
     out = p @ v[:, :, :kv_len].double()
     return out.reshape(b, hq, 1, -1).to(q.dtype)
 
-
-def dense_decode_reference(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, kv_len: int, scale: float) -> Tensor:
-    n_pages = -(-kv_len // 16)
-    kept = torch.ones(q.shape[0], k.shape[1], n_pages, dtype=torch.bool)
-    return sparse_decode_reference(q, k, v, visible, kept, 16, scale)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .block_sparse_reference import masked_attention_reference
+
 
 def tree_visibility_mask(subtree_end: Tensor) -> Tensor:
     """Dense bool mask [N, N]; mask[q, k] is True iff key k is visible to query q."""
@@ -33,17 +35,6 @@ def tree_attention_reference(
     natural log-sum-exp of the scaled scores over the visible keys.
     Differentiable through ordinary autograd.
     """
-    hq, hkv = q.shape[1], k.shape[1]
-    assert q.shape[0] == 1 and hq % hkv == 0
-    g = hq // hkv
-    cdt = torch.promote_types(q.dtype, torch.float32)
-    qf = q.to(cdt)
-    kf = k.to(cdt).repeat_interleave(g, dim=1)
-    vf = v.to(cdt).repeat_interleave(g, dim=1)
-    scores = (qf @ kf.transpose(-1, -2)) * scale
-    mask = tree_visibility_mask(subtree_end).to(q.device)
-    scores = scores.masked_fill(~mask, float("-inf"))
-    lse = torch.logsumexp(scores, dim=-1)
-    p = torch.exp(scores - lse[..., None])
-    out = p @ vf
-    return out.to(q.dtype), lse.to(torch.float32)
+    assert q.shape[0] == 1 and q.shape[1] % k.shape[1] == 0
+    # every query sees at least itself, so the general masked reference never meets an empty row here
+    return masked_attention_reference(q, k, v, tree_visibility_mask(subtree_end)[None], scale)

@@ -52,3 +52,16 @@ def assert_same_step(ref, got, rtol=1e-5):
     for k in g0:
         err = ((g1[k] - g0[k]).norm() / g0[k].norm().clamp_min(1e-12)).item()
         assert err <= rtol, f"gradient of {k} differs: relative error {err:.2e}"
+
+
+def instances_of(monkeypatch, cls) -> list:
+    """Every instance of ``cls`` constructed while the test runs (the backend's per-graph objects)."""
+    made = []
+    orig = cls.__init__
+
+    def spy(self, *a, **k):
+        orig(self, *a, **k)
+        made.append(self)
+
+    monkeypatch.setattr(cls, "__init__", spy)
+    return made

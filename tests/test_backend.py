@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 import torch
-from helpers import AOT, assert_same_step, group_batch, grpo_loss, run, step_loss
+from helpers import AOT, assert_same_step, group_batch, grpo_loss, instances_of, run, step_loss
 from hypothesis import given, settings
 from strategies import rollout_batches
 
@@ -22,15 +22,7 @@ from replaycompile.models import FAMILIES, tiny_model
 @pytest.fixture
 def replay_graphs(monkeypatch):
     """Every ReplayGraph the backend builds during the test."""
-    graphs = []
-    orig = backend.ReplayGraph.__init__
-
-    def spy(self, *a, **k):
-        orig(self, *a, **k)
-        graphs.append(self)
-
-    monkeypatch.setattr(backend.ReplayGraph, "__init__", spy)
-    return graphs
+    return instances_of(monkeypatch, backend.ReplayGraph)
 
 
 def compiled_step(compiled, keep=None):

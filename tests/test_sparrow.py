@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import replaycompile
 import replaycompile.backend as backend
+from helpers import instances_of
 from replaycompile import rollout
 from replaycompile.kernels import sparse_decode as sd
 from replaycompile.kernels.sparse_decode_reference import select_pages_reference, sparse_decode_reference
@@ -230,15 +231,7 @@ def test_opcheck_decode_ops():
 
 @pytest.fixture
 def sparrow_graphs(monkeypatch):
-    graphs = []
-    orig = backend.SparrowGraph.__init__
-
-    def spy(self, *a, **k):
-        orig(self, *a, **k)
-        graphs.append(self)
-
-    monkeypatch.setattr(backend.SparrowGraph, "__init__", spy)
-    return graphs
+    return instances_of(monkeypatch, backend.SparrowGraph)
 
 
 def _prompts(b=3, t=40, seed=0):
