@@ -33,7 +33,8 @@ from torch import Tensor
 
 log = logging.getLogger("replaycompile")
 
-__all__ = ["sparrow_budget", "sparse_decode", "dense_decode", "select_pages", "reset_page_state", "visible_keys"]
+__all__ = ["sparrow_budget", "sparse_decode", "dense_decode", "select_pages", "reset_page_state", "visible_keys",
+           "cache_copies"]
 
 
 def visible_keys(mask: Tensor, batch: int) -> Tensor:
@@ -170,6 +171,30 @@ def dense_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, kv_len: int, 
 
 
 _BUFFERS: dict = {}
+_copies = [0]  # decode steps that padded and copied their cache (see cache_copies)
+_warned_copies: set = set()
+
+
+def cache_copies() -> int:
+    """How many sparse decode calls so far padded and copied their KV cache (a cache not sized in whole pages,
+    or not contiguous): each such call reads the whole cache twice."""
+    return _copies[0]
+
+
+def _warn_cache_copy(k: Tensor, v: Tensor, page_size: int) -> None:
+    _copies[0] += 1
+    length = k.shape[2]
+    why = []
+    if length % page_size:
+        why.append(f"its length {length} is not a multiple of the page size {page_size}")
+    if not (k.is_contiguous() and v.is_contiguous()):
+        why.append("it is not contiguous")
+    key = (tuple(k.shape), page_size, tuple(why))
+    if key not in _warned_copies:
+        _warned_copies.add(key)
+        log.warning("sparrow: the KV cache %s is padded and copied on every sparse decode step because %s: size "
+                    "the static cache in whole pages (max_cache_len a multiple of %d) and keep it contiguous",
+                    list(k.shape), " and ".join(why), page_size)
 
 
 def _buffer(name: str, shape, dtype, device) -> Tensor:
@@ -189,7 +214,8 @@ def _gather_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tens
     hkv, length, dv = k.shape[1], k.shape[2], v.shape[-1]
     s = pages.shape[-1]
     if length % page_size or not (k.is_contiguous() and v.is_contiguous()):
-        # pad the cache view to whole pages (a copy: slow, but only for caches not sized in pages)
+        # the page gathers below view the cache as whole contiguous pages: pad and copy it (every step)
+        _warn_cache_copy(k, v, page_size)
         n_full = -(-length // page_size) * page_size
         k = torch.nn.functional.pad(k, (0, 0, 0, n_full - length)).contiguous()
         v = torch.nn.functional.pad(v, (0, 0, 0, n_full - length)).contiguous()

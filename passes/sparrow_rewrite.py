@@ -29,7 +29,13 @@ _site_ids = itertools.count()
 
 
 class NotDecode(Exception):
-    """The graph is not a decode step this pass can rewrite (the message says why)."""
+    """The graph is not a decode step this pass can rewrite (the message says why). ``decode_shaped``: it looks
+    like one (one query token per row, or no shape to tell), so running it dense is a surprise worth a warning;
+    False for graphs that are plainly something else (prefill, training, no attention)."""
+
+    def __init__(self, message: str, decode_shaped: bool = False):
+        super().__init__(message)
+        self.decode_shaped = decode_shaped
 
 
 @dataclass
@@ -87,20 +93,28 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
     for i, n in enumerate(sites):
         q, k, v = n.args[:3]
         qv = _val(q)
-        if qv is None or qv.dim() != 4 or qv.shape[2] != 1:
-            raise NotDecode(f"attention `{n.name}` has {None if qv is None else tuple(qv.shape)} queries, not one "
-                            f"token per row (prefill and training graphs stay dense)")
+        if not isinstance(qv, torch.Tensor):
+            raise NotDecode(f"attention `{n.name}`: its query has no shape metadata (example_value/val), so the "
+                            f"pass cannot tell a decode step; compile through torch.compile, which records it",
+                            decode_shaped=True)
+        if qv.dim() != 4 or qv.shape[2] != 1:
+            raise NotDecode(f"attention `{n.name}` has {tuple(qv.shape)} queries, not one token per row (prefill "
+                            f"and training graphs stay dense)")
         mask = _arg(n, 3, "attn_mask")
         if mask is None:
-            raise NotDecode(f"attention `{n.name}` has no mask (a static-cache decode step masks unwritten slots)")
+            raise NotDecode(f"attention `{n.name}` has no mask (a static-cache decode step masks unwritten slots): "
+                            f"pass the attention mask to the decode step", decode_shaped=True)
         if _arg(n, 4, "dropout_p", 0.0) or _arg(n, 5, "is_causal", False):
-            raise NotDecode(f"attention `{n.name}` uses dropout or is_causal")
+            raise NotDecode(f"attention `{n.name}` uses dropout or is_causal: decode in eval mode with a mask",
+                            decode_shaped=True)
         ks, vs = _cache_source(k), _cache_source(v)
         if ks is None or vs is None:
-            raise NotDecode(f"attention `{n.name}` does not read its keys/values straight from a cache input")
+            raise NotDecode(f"attention `{n.name}` does not read its keys/values straight from a cache input (use "
+                            f"a transformers StaticCache)", decode_shaped=True)
         kv = _val(ks)
         if kv is None or kv.dim() != 4 or qv.shape[1] % kv.shape[1]:
-            raise NotDecode(f"cache input `{ks.name}` is not [batch, kv_heads, length, head_dim]")
+            raise NotDecode(f"cache input `{ks.name}` is not [batch, kv_heads, length, head_dim]",
+                            decode_shaped=True)
         scale = _arg(n, 6, "scale")
         plans.append((i, n, q, ks, vs, mask, float(scale) if scale is not None else 1.0 / math.sqrt(qv.shape[-1])))
     g = fx.Graph()

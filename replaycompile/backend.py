@@ -423,13 +423,22 @@ def sparrow_calls() -> int:
 
 class SparrowGraph:
     """A graph compiled with a Sparrow schedule: decode steps get budgeted sparse attention (the table is an
-    input read from the schedule at every call); any other graph (prefill, training) is compiled unchanged."""
+    input read from the schedule at every call); any other graph (prefill, training) is compiled unchanged.
+
+    A graph left dense says so: every call records ``applied: False`` and the reason in ``last_stats()``, and a
+    decode-shaped graph the rewrite refused (one query token per row) logs a warning once per reason; plainly
+    other graphs (prefill, training) log at debug level only."""
+
+    _warned: set = set()  # refusal reasons already warned about, process-wide
 
     def __init__(self, gm: fx.GraphModule, example_inputs: list, opts: ReplayOptions):
+        from replaycompile.kernels.sparse_decode import cache_copies
         from replaycompile.passes.sparrow_rewrite import NotDecode, rewrite_decode
 
         self.schedule = opts.schedule
         self.structure = self.schedule.structure()
+        self.inner = opts.inner
+        self._cache_copies = cache_copies
         inner = _inner_backend(opts.inner)
         try:
             gm, self.info = rewrite_decode(gm, self.schedule, use_triton=opts.attention == "triton")
@@ -437,20 +446,30 @@ class SparrowGraph:
             example_inputs = list(example_inputs) + [self.schedule.table(padded=True)]
         except NotDecode as e:
             self.info, self.reason = None, str(e)
-            log.debug("replay: sparrow: graph left dense: %s", e)
+            if not e.decode_shaped:
+                log.debug("replay: sparrow: graph left dense: %s", e)
+            elif self.reason not in SparrowGraph._warned:
+                SparrowGraph._warned.add(self.reason)
+                log.warning("replay: sparrow: a decode step runs dense, without the schedule: %s", e)
         self.fn = inner(gm, example_inputs)
 
     def __call__(self, *args):
         if self.info is None:
-            return self.fn(*args)
+            out = self.fn(*args)
+            _record({"applied": False, "mode": "sparrow", "sparse_layers": [], "dense_layers": [],
+                     "fallback_reason": self.reason, "cache_copied": False})
+            return out
         if self.schedule.structure() != self.structure:
             raise ValueError("replay backend: the Sparrow schedule's page size, bucket size, reserved pages or dense "
                              "layers changed after compiling; only its page table (set_pages) may change. "
                              "Compile again (torch._dynamo.reset()) to use the new structure.")
+        copies = self._cache_copies()
         out = self.fn(*args, self.schedule.table(padded=True))
         _sparrow_count[0] += 1
+        # cache_copied: the step padded and copied a KV cache not sized in whole pages (warned once)
         _record({"applied": True, "mode": "sparrow", "sparse_layers": self.info.sparse_layers,
-                 "dense_layers": self.info.dense_layers, "fallback_reason": None})
+                 "dense_layers": self.info.dense_layers, "fallback_reason": None,
+                 "cache_copied": self._cache_copies() > copies})
         return out
 
 

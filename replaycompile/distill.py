@@ -184,4 +184,4 @@ class DistillSparse:
             p.grad = g
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
-        return dict(loss=float(loss), policy_loss=float(pg), kl=float(kl), **stats)
+        return dict(loss=float(loss.detach()), policy_loss=float(pg.detach()), kl=float(kl.detach()), **stats)

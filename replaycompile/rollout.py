@@ -75,6 +75,7 @@ def _decode_step(model, schedule, inner: str, attention: str):
 
 
 _warned_fallback = False
+_warned_cache_sizes: set = set()
 
 
 def _warn_dense_fallback() -> None:
@@ -138,7 +139,8 @@ class DecodeSession:
         _check_left_padded(attention_mask)
         dev = input_ids.device
         b, t = input_ids.shape
-        page = _CACHE_ROUND if schedule is not None else 16
+        # a sparse step gathers whole pages: a cache not sized in pages would be padded and copied every step
+        page = max(_CACHE_ROUND, schedule.page_size) if schedule is not None else 16
         self.max_len = -(-max_len // page) * page
         self.model, self.t, self.fed = model, 0, 0
         self.cache = StaticCache(config=model.config, max_cache_len=self.max_len)
@@ -176,6 +178,14 @@ class DecodeSession:
         return self.logits
 
     def set_schedule(self, schedule, inner: str = "eager", attention: str = "auto") -> None:
+        if schedule is not None and self.max_len % schedule.page_size and \
+                (self.max_len, schedule.page_size) not in _warned_cache_sizes:
+            _warned_cache_sizes.add((self.max_len, schedule.page_size))
+            import logging
+            logging.getLogger("replaycompile").warning(
+                "DecodeSession: the cache holds %d tokens, not a whole number of the schedule's %d-token pages, so "
+                "every sparse step pads and copies it: pass the schedule when creating the session (its cache is "
+                "then sized in pages)", self.max_len, schedule.page_size)
         self.schedule = schedule
         self.step_fn = _decode_step(self.model, schedule, inner, attention)
 

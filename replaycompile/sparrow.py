@@ -11,6 +11,7 @@ Files we read are JSON (schedules); nothing here unpickles.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import asdict, dataclass
 
@@ -18,8 +19,11 @@ import torch
 from torch import Tensor
 
 __all__ = ["SparrowSchedule", "acceptance", "acceptance_topk", "acceptance_summary", "tis_policy_loss",
-           "measure_windows", "measure_acceptance", "calibrate", "calibration_windows", "Calibration",
+           "measure_windows", "measure_acceptance", "calibrate", "choose_pages", "calibration_windows",
+           "Calibration",
            "AcceptanceMonitor"]
+
+log = logging.getLogger("replaycompile")
 
 _FORMAT = "replaycompile.sparrow_schedule"
 _VERSION = 1
@@ -353,9 +357,9 @@ def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: i
     ``prompts``: token tensors [B, N] without padding (or a list of them): in every bin of KV length that a
     prompt covers, its last ``window`` tokens of the bin are decoded with teacher forcing (``measure_windows``),
     densely and with each candidate page count as a fixed budget. Per bin the cheapest candidate that meets the
-    target is taken, then the table is made non-decreasing. A bin where no candidate meets the target keeps every
-    page (dense) and is marked False in ``met``. ``schedule`` supplies the other fields (page size, reserved
-    pages, dense layers); the bucket size is ``bin_tokens``.
+    target is taken, then the table is made non-decreasing (``choose_pages``). A bin where no candidate meets the
+    target keeps every page (dense), is marked False in ``met`` and logged as a warning. ``schedule`` supplies the
+    other fields (page size, reserved pages, dense layers); the bucket size is ``bin_tokens``.
     """
     if not 0 < target <= 1:
         raise ValueError(f"calibrate: target={target} must be in (0, 1]")
@@ -378,30 +382,51 @@ def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: i
             alphas[c].append(a[c].reshape(-1))
         positions.append(pos.repeat(seqs.shape[0]))
     pos_all = torch.cat(positions)
-    table, best = [], {}
+    table = []
     for c in candidates:
         for r in acceptance_summary(torch.cat(alphas[c]), pos_all, bin_tokens, quantile=quantile):
-            r["pages"] = c
-            table.append(r)
-            b = r["bin_start"] // bin_tokens
-            if r["p5"] >= target and b not in best:
-                best[b] = c
-    n_bins = int(pos_all.max()) // bin_tokens + 1
-    measured = {r["bin_start"] // bin_tokens for r in table}
-    pages, met, running = [], [], 0
+            table.append(dict(r, pages=c))
+    pages, met = choose_pages(table, target, bin_tokens, int(pos_all.max()) // bin_tokens + 1)
+    return Calibration(schedule=SparrowSchedule(pages=tuple(pages), **base), table=table, met=met)
+
+
+def choose_pages(table: list, target: float, bin_tokens: int, n_bins: int) -> tuple[list[int], list]:
+    """``calibrate``'s choice from its measurements: (pages per bucket, met per bucket).
+
+    ``table``: rows with bin_start, pages (a candidate) and p5. Per bin the cheapest candidate whose p5 reaches
+    ``target`` is taken (0 pages is a legitimate choice), then the table is made non-decreasing (a running max).
+    A measured bin where no candidate reaches the target keeps every page (``SparrowSchedule.dense``'s count)
+    from there on, is marked False and is logged as a warning with the best p5 reached. A bin without data
+    (met None) carries the previous bin's value; bins without data before the first measured bin take the
+    first measured bin's value, the budget the measurements support (and the table stays non-decreasing).
+    """
+    every_page = SparrowSchedule.dense().pages[0]
+    by_bin: dict = {}
+    for r in table:
+        by_bin.setdefault(r["bin_start"] // bin_tokens, []).append(r)
+    pages, met, running = [], [], None
     for b in range(n_bins):
-        if b in best:
-            running = max(running, best[b])
+        rows = sorted(by_bin.get(b, []), key=lambda r: r["pages"])
+        ok = [r["pages"] for r in rows if r["p5"] >= target]
+        if ok:
+            running = max(running or 0, ok[0])
             met.append(True)
-        elif b in measured:
-            running = 1 << 17  # no candidate is good enough here: keep every page
+        elif rows:
+            best = max(rows, key=lambda r: r["p5"])
+            log.warning(
+                "sparrow.calibrate: no candidate reaches p5 >= %.3f for KV lengths %d-%d (best p5 %.4f, with %d "
+                "pages): this bucket and every later one keep every page (dense); add larger candidates, measure "
+                "more windows or lower the target", target, b * bin_tokens, (b + 1) * bin_tokens, best["p5"],
+                best["pages"])
+            running = every_page
             met.append(False)
         else:
-            met.append(None)  # no data: carry the previous value
+            met.append(None)
         pages.append(running)
-    first = next((x for x in pages if x), candidates[0])
-    pages = [x or first for x in pages]
-    return Calibration(schedule=SparrowSchedule(pages=tuple(pages), **base), table=table, met=met)
+    first = next((x for x in pages if x is not None), None)
+    if first is None:
+        raise ValueError(f"calibrate: no measurements in any of the {n_bins} bins")
+    return [first if x is None else x for x in pages], met
 
 
 class AcceptanceMonitor:
