@@ -346,6 +346,13 @@ def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis) -> None:
     if a.ids is None:
         raise _NotCandidate("no token-id input feeding an embedding was found (inputs_embeds or a non-LM graph)")
     a.batch, a.seq = _shape(a.ids)
+    for axis, size in (("batch", a.batch), ("sequence", a.seq)):
+        if isinstance(size, int) and size == 1:
+            # Dynamo specializes size-1 dimensions even with dynamic=True: the axes are then unidentifiable
+            raise Decline(f"the graph was traced with a {axis} axis of size 1 (token input `{a.ids.name}` of shape "
+                          f"{[int(x) if isinstance(x, int) else str(x) for x in _shape(a.ids)]}): Dynamo "
+                          f"specializes size-1 dimensions, so rows and tokens cannot be told apart (a single row "
+                          f"shares nothing with another); batches of other shapes compile graphs of their own")
     g = nx.DiGraph()
     for n in graph.nodes:
         for u in n.all_input_nodes:
@@ -364,13 +371,25 @@ def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis) -> None:
         v = _val(p)
         if not isinstance(v, torch.Tensor) or v.dim() != 2 or v.is_floating_point():
             continue
-        if not (same_size(v.shape[1], a.seq) and (same_size(v.shape[0], a.batch) or same_size(v.shape[0], 1))):
+        # The batch size of a mask or position input may be a symbol of its own (Dynamo unifies it with the
+        # ids' only when some op ties them): accept any batch size here; each call checks the real shapes.
+        if not (same_size(v.shape[1], a.seq) and (same_size(v.shape[0], a.batch) or same_size(v.shape[0], 1)
+                                                  or isinstance(v.shape[0], torch.SymInt))):
             continue
         if p in mask_feeders and a.attention_mask is None:
             a.attention_mask = p
         elif p in qkv_feeders and a.position_ids is None:
             a.position_ids = p
     a.token_inputs = [x for x in (a.ids, a.attention_mask, a.position_ids) if x is not None]
+    # Every input a mask reads must enter the plan's key: a mask input the plan ignored would let packed
+    # tokens see keys (padding) that the model hides.
+    for p in graph.nodes:
+        v = _val(p)
+        if (p.op == "placeholder" and p in mask_feeders and p not in a.token_inputs and isinstance(v, torch.Tensor)
+                and v.dim() > 0 and not _is_state(p, v)):
+            raise Decline(f"input `{p.name}` of shape {list(v.shape)} feeds the attention mask but is not a [batch, "
+                          f"seq] token input like `{a.ids.name}` {list(_shape(a.ids))}; pass a 2-D 0/1 "
+                          f"attention_mask (a 4-D or custom mask cannot be packed)")
 
 
 def _is_state(p: fx.Node, v) -> bool:

@@ -167,10 +167,42 @@ def _visible(mask: torch.Tensor) -> torch.Tensor | None:
     return None
 
 
+def _mask_mismatch(vis: torch.Tensor, ref: torch.Tensor, qvalid: torch.Tensor) -> str:
+    """What a mask ``vis`` [B, H, T, T] that differs from causal-with-padding ``ref`` [B, T, T] does instead,
+    in words a user can act on (judged on the rows of real query tokens only)."""
+    rows = qvalid[:, None, :, None]
+    extra = vis & ~ref[:, None] & rows
+    missing = ~vis & ref[:, None] & rows
+    if bool(extra.any()):
+        _, _, q, k = extra.nonzero()[0].tolist()
+        return (f"query {q} sees key {k}" + (" after it" if k > q else " (a padding key)") +
+                " (a bidirectional or prefix-LM mask, or one that ignores padding)")
+    t = vis.shape[-1]
+    dist = torch.arange(t)[:, None] - torch.arange(t)[None, :]  # q - k
+    hidden = dist.expand_as(missing)[missing]
+    w = int(hidden.min())
+    # a window: exactly the causal pairs at distance >= w are hidden
+    if bool((missing == (ref[:, None] & rows & (dist >= w))).all()):
+        return f"a sliding window of {w} tokens (query q sees keys q-{w - 1}..q), shorter than the sequence"
+    _, _, q, k = missing.nonzero()[0].tolist()
+    return f"query {q} does not see key {k}, which a causal mask shows (a chunked or custom mask)"
+
+
 def _causal_padding(am: torch.Tensor) -> torch.Tensor:
     t = am.shape[1]
     causal = torch.ones(t, t, dtype=torch.bool).tril()
     return causal[None] & am.bool()[:, None, :]
+
+
+def _token_input_shapes(ids: torch.Tensor, am, pos) -> str | None:
+    """The graph accepts masks and positions whose batch size is a symbol of its own: check this call's."""
+    if am is not None and tuple(am.shape) != tuple(ids.shape):
+        return (f"attention_mask of shape {list(am.shape)} does not match input_ids {list(ids.shape)}; running "
+                f"unpacked")
+    if pos is not None and tuple(pos.shape) not in (tuple(ids.shape), (1, ids.shape[1])):
+        return (f"position_ids of shape {list(pos.shape)} is neither [batch, seq] nor [1, seq] for input_ids "
+                f"{list(ids.shape)}; running unpacked")
+    return None
 
 
 def _shared_tokens(plan: ReplayPlan) -> torch.Tensor:
@@ -211,6 +243,7 @@ class ReplayGraph:
         self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
         self.packed: PackedGraph | None = None
         self._probed: set = set()
+        self._warned_below_threshold = False
         self._mask_gm = None
         self._bounds_gm = None
         try:
@@ -256,10 +289,15 @@ class ReplayGraph:
         device = ids.device.type if isinstance(ids, torch.Tensor) else "cpu"
         if self.opts.attention == "auto" and device != "cuda":
             return None
-        q = a.attention[0].q.meta.get("example_value", a.attention[0].q.meta.get("val"))
-        head_dim = int(q.shape[-1]) if isinstance(q, torch.Tensor) else 64
-        dtype = q.dtype if isinstance(q, torch.Tensor) else torch.float32
-        return default_blocks(head_dim, dtype, device)
+        node = a.attention[0].q
+        q = node.meta.get("example_value", node.meta.get("val"))
+        if not isinstance(q, torch.Tensor):
+            # block sizes only tune speed (any size is exact), but say which ones and why
+            log.warning("replay: the query `%s` of the first attention carries no shape metadata; the Triton tree "
+                        "attention uses the block sizes for head_dim 64 in float32, which may be slower (if the "
+                        "model is not 64/float32, please report this graph)", node.name)
+            return default_blocks(64, torch.float32, device)
+        return default_blocks(int(q.shape[-1]), q.dtype, device)
 
     # -- the two ways to run it
     def plain(self, *args):
@@ -349,9 +387,8 @@ class ReplayGraph:
                     vis = vis.reshape((1,) * (4 - vis.dim()) + tuple(vis.shape)).expand(b, -1, t, t)
                     ok = (vis == ref[:, None]) | ~qvalid[:, None, :, None]
                     if not bool(ok.all()):
-                        return (f"attention mask at node `{site.node.name}` is not causal-with-padding "
-                                f"(a sliding window that crosses a branch point, a bidirectional prefix or a "
-                                f"custom mask); shared prefixes cannot be computed once")
+                        return (f"attention mask at node `{site.node.name}` is not causal-with-padding: "
+                                f"{_mask_mismatch(vis, ref, qvalid)}; shared prefixes cannot be computed once")
         self._probed.add(key)
         return None
 
@@ -364,6 +401,9 @@ class ReplayGraph:
         ids = args[self._pos[a.ids]]
         am = args[self._pos[a.attention_mask]] if a.attention_mask is not None else None
         pos = args[self._pos[a.position_ids]] if a.position_ids is not None else None
+        why = _token_input_shapes(ids, am, pos)
+        if why is not None:
+            return self._fallback(why, args)
         why = self._check_masks(args, am)
         if why is not None:
             self.reason = why
@@ -375,7 +415,10 @@ class ReplayGraph:
         if saved < self.opts.min_shared_tokens:
             why = (f"the batch shares {saved} tokens, fewer than min_shared_tokens="
                    f"{self.opts.min_shared_tokens}; running it unpacked")
-            log.info("replay: %s", why)
+            if not self._warned_below_threshold:  # once per graph: the count differs from batch to batch
+                self._warned_below_threshold = True
+                log.warning("replay: not applied: %s (logged once for this graph; last_stats() reports every "
+                            "call)", why)
             return self._fallback(why, args, plan, log_it=False)
         dev = ids.device
         extra = [plan.gather_index, plan.columns, plan.scatter_index, plan.subtree_end, plan.seg_q,

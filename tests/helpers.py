@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 AOT = {"inner": "aot_eager", "min_shared_tokens": 1}
@@ -23,17 +25,54 @@ def group_batch(prompt_len=10, lens=(5, 3, 6, 4), vocab=128, left_pad=2, seed=0,
     return ids, am, adv, left_pad + prompt_len
 
 
+def old_logprobs(ids, p, vocab):
+    """Stand-in for the rollout-time log-probs a trainer stores: a fixed function of the tokens that differs
+    from the current policy's log-probs, so the ratio, and therefore the loss *value*, depend on the logits.
+    (Against ``logp.detach()`` the ratio is exactly 1 and the loss a constant: comparing it proves nothing.)"""
+    return -math.log(vocab) + 0.1 * torch.cos(ids[:, p:].float())
+
+
 def grpo_loss(logits, ids, am, adv, p):
-    """Per-token policy-gradient loss over the completion tokens (columns >= p), as TRL computes it."""
+    """Clipped per-token policy-gradient loss over the completion tokens (columns >= p) against stored old
+    log-probs, plus a small log-likelihood term, masked token mean (as TRL computes it)."""
     logp = logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
     cm = am[:, p:].float()
-    ratio = torch.exp(logp - logp.detach())
-    return -(ratio * adv[:, None] * cm).sum() / cm.sum()
+    ratio = torch.exp(logp - old_logprobs(ids, p, logits.shape[-1]))
+    obj = torch.minimum(ratio * adv[:, None], ratio.clamp(0.8, 1.2) * adv[:, None])
+    return -((obj + 0.01 * logp) * cm).sum() / cm.sum()
 
 
 def step_loss(model, ids, am, adv, p):
     logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
     return grpo_loss(logits, ids, am, adv, p)
+
+
+def full_inputs(ids, mask, pos):
+    B, T = ids.shape
+    mask = torch.ones(B, T, dtype=torch.long) if mask is None else mask.long()
+    pos = torch.arange(T).expand(B, T) if pos is None else pos.expand(B, T)
+    return ids.tolist(), mask.tolist(), pos.tolist()
+
+
+def prefix_keys(ids, mask, pos):
+    """keys[b][t] = tuple of (id, mask, pos) for columns 0..t of row b."""
+    ids, mask, pos = full_inputs(ids, mask, pos)
+    keys = []
+    for b in range(len(ids)):
+        row, acc = [], ()
+        for t in range(len(ids[b])):
+            acc = acc + ((ids[b][t], mask[b][t], pos[b][t]),)
+            row.append(acc)
+        keys.append(row)
+    return keys, mask
+
+
+def unique_prefix_tokens(ids, mask=None, pos=None) -> int:
+    """How many tokens a correct plan computes: distinct (id, mask bit, position) prefixes that end at a real
+    token. Written independently of replaycompile.plan, so a plan (or a backend stat) that packs too much or
+    too little disagrees with it."""
+    keys, m = prefix_keys(ids, mask, pos)
+    return len({keys[b][t] for b in range(len(keys)) for t in range(len(keys[b])) if m[b][t]})
 
 
 def run(fn, model, *args):

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from helpers import AOT
+from helpers import AOT, group_batch
 
 import replaycompile
 from replaycompile.models import tiny_model
@@ -42,6 +42,7 @@ class TinyLM(nn.Module):
         self.head = nn.Linear(dim, vocab)
         self.conv = nn.Conv1d(dim, dim, 3, padding=2)
         self.router = nn.Linear(dim, 4)
+        self.gru = nn.GRU(dim, dim, batch_first=True)
 
     def attend(self, x, causal=True, mask=None):
         b, t, d = x.shape
@@ -65,6 +66,25 @@ class TinyLM(nn.Module):
             i = torch.arange(t)
             mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < 3)
             x = x + self.attend(x, mask=mask)
+        elif m == "chunked":  # Llama-4 style chunked attention: causal within chunks of 4 tokens
+            i = torch.arange(t)
+            mask = (i[None, :] <= i[:, None]) & (i[None, :] // 4 == i[:, None] // 4)
+            x = x + self.attend(x, mask=mask)
+        elif m == "alibi":  # an additive float bias on the scores (ALiBi): causal, but not a 0/-inf mask
+            i = torch.arange(t)
+            dist = (i[:, None] - i[None, :]).float()
+            bias = torch.where(dist >= 0, -0.5 * dist, torch.full_like(dist, float("-inf")))
+            x = x + self.attend(x, mask=bias)
+        elif m == "rnn":  # a recurrent layer: state crosses tokens
+            x = x + self.gru(x)[0]
+            x = x + self.attend(x)
+        elif m == "ssm":  # a diagonal state-space scan, written as a loop over the sequence (unrolled)
+            h, outs = torch.zeros_like(x[:, 0]), []
+            for j in range(t):
+                h = 0.9 * h + x[:, j]
+                outs.append(h)
+            x = x + torch.stack(outs, 1)
+            x = x + self.attend(x)
         elif m == "conv":
             x = x + self.conv(x.transpose(1, 2))[..., :t].transpose(1, 2)
             x = x + self.attend(x)
@@ -129,10 +149,13 @@ def test_toy_causal_model_is_packed_and_exact():
     ("dropout", "dropout"),
     ("moe_capacity", "topk"),
     ("flip", "flip"),
+    ("rnn", "gru"),
+    ("ssm", "integer index on the sequence axis"),
 ])
+@torch._dynamo.config.patch(allow_rnn=True)  # else Dynamo breaks the graph at nn.GRU
 def test_graph_level_declines_name_the_node(mixing, words, caplog):
-    """Token mixing the analysis cannot prove per-token: declined, the reason names the op; results equal
-    eager; the reason is logged once."""
+    """Token mixing the analysis cannot prove per-token (recurrent, SSM scans, convolutions, cumulative ops,
+    batch-level routing, dropout): declined, the reason names the op; results equal eager; logged once."""
     model = TinyLM(mixing)
     ids = shared_ids()
     (gm, *_) = capture(model, ids)
@@ -153,29 +176,89 @@ def test_graph_level_declines_name_the_node(mixing, words, caplog):
         torch.testing.assert_close(y2, y1)
 
 
-@pytest.mark.parametrize("mixing", ["prefix_lm", "sliding"])
-def test_masks_that_are_not_causal_are_declined(mixing):
-    """Masks are checked numerically against causal-with-padding: a bidirectional prefix or a sliding
-    window that crosses a branch point falls back, with results equal to eager."""
+@pytest.mark.parametrize("mixing,pattern", [
+    ("prefix_lm", "query 0 sees key 1 after it"),
+    ("sliding", "a sliding window of 3 tokens"),
+    ("chunked", "query 4 does not see key 0"),
+])
+def test_masks_that_are_not_causal_are_declined(mixing, pattern):
+    """Masks are checked numerically against causal-with-padding: a bidirectional prefix, a sliding window
+    that crosses a branch point or chunked attention falls back, the reason says which pattern was found, and
+    results equal eager."""
     model = TinyLM(mixing)
     ids = shared_ids()
     y = torch.compile(model, backend="replay", options=AOT)(ids)
     st = replaycompile.last_stats()
     assert not st["applied"] and "not causal-with-padding" in st["fallback_reason"]
+    assert pattern in st["fallback_reason"], st["fallback_reason"]
+    torch.testing.assert_close(y, model(ids), rtol=1e-5, atol=1e-5)
+
+
+def test_additive_bias_is_declined():
+    """An additive float bias on the scores (ALiBi) is not a visibility pattern: declined, exact anyway."""
+    model = TinyLM("alibi")
+    ids = shared_ids()
+    y = torch.compile(model, backend="replay", options=AOT)(ids)
+    st = replaycompile.last_stats()
+    assert not st["applied"] and "adds a bias to its scores" in st["fallback_reason"], st
     torch.testing.assert_close(y, model(ids), rtol=1e-5, atol=1e-5)
 
 
 def test_mistral_sliding_window_crossing_is_declined():
-    """HF Mistral with a sliding window shorter than the rows: not packed, exact anyway."""
+    """HF Mistral with a sliding window shorter than the rows: not packed, the window is named, exact anyway."""
     model = tiny_model("mistral", sliding_window=4)
     ids = shared_ids(vocab=128)
     am = torch.ones_like(ids)
     compiled = torch.compile(model, backend="replay", options=AOT)
     y = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
     st = replaycompile.last_stats()
-    assert not st["applied"] and "sliding window" in st["fallback_reason"]
+    assert not st["applied"] and "a sliding window of 4 tokens" in st["fallback_reason"], st
     torch.testing.assert_close(y, model(input_ids=ids, attention_mask=am, use_cache=False).logits,
                                rtol=1e-5, atol=1e-5)
+
+
+def test_mask_is_probed_once_per_shape_and_large_shapes_are_declined(monkeypatch):
+    """The mask is verified once per input shape (a new shape probes again), and a B x T x T probe above the
+    size limit declines the graph rather than allocate it."""
+    import replaycompile.backend as backend
+
+    made = []
+    orig = backend._subgraph_module
+
+    def counting(gm, nodes):
+        sub = orig(gm, nodes)
+        calls = []
+        made.append(calls)
+
+        def call(*a):
+            calls.append(a)
+            return sub(*a)
+        return call
+
+    monkeypatch.setattr(backend, "_subgraph_module", counting)
+    model = tiny_model("qwen3")
+    compiled = torch.compile(model, backend="replay", options=AOT, dynamic=True)
+
+    def call(prompt_len):
+        ids, am, _, _ = group_batch(prompt_len=prompt_len)
+        return ids, am, compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
+
+    for _ in range(3):
+        call(10)
+    assert replaycompile.last_stats()["applied"]
+    (probes,) = made  # one mask module (no symbolic slice bounds here)
+    assert len(probes) == 3  # the real mask, then a left- and a right-padded probe
+    call(12)
+    call(12)
+    assert len(probes) == 6, "a new shape is probed once"
+    ids, _, _, _ = group_batch(prompt_len=14)
+    monkeypatch.setattr(backend, "MAX_MASK_PROBE_ELEMENTS", ids.shape[0] * ids.shape[1] ** 2 - 1)
+    ids, am, y = call(14)
+    st = replaycompile.last_stats()
+    assert not st["applied"] and "too large to verify the model's attention mask" in st["fallback_reason"], st
+    valid = am.bool()
+    ref = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+    torch.testing.assert_close(y[valid], ref[valid], rtol=1e-5, atol=1e-5)
 
 
 def test_graph_without_attention_passes_through_silently():

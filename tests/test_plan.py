@@ -22,6 +22,7 @@ SETTINGS = settings(
 # batch generators
 # ---------------------------------------------------------------------------
 
+from helpers import prefix_keys  # noqa: E402
 from strategies import any_batch, mutated_batches, rollout_batches  # noqa: E402,F401
 
 
@@ -29,26 +30,6 @@ from strategies import any_batch, mutated_batches, rollout_batches  # noqa: E402
 # ---------------------------------------------------------------------------
 # naive reference
 # ---------------------------------------------------------------------------
-
-
-def full_inputs(ids, mask, pos):
-    B, T = ids.shape
-    mask = torch.ones(B, T, dtype=torch.long) if mask is None else mask.long()
-    pos = torch.arange(T).expand(B, T) if pos is None else pos.expand(B, T)
-    return ids.tolist(), mask.tolist(), pos.tolist()
-
-
-def prefix_keys(ids, mask, pos):
-    """keys[b][t] = tuple of (id, mask, pos) for columns 0..t of row b."""
-    ids, mask, pos = full_inputs(ids, mask, pos)
-    keys = []
-    for b in range(len(ids)):
-        row, acc = [], ()
-        for t in range(len(ids[b])):
-            acc = acc + ((ids[b][t], mask[b][t], pos[b][t]),)
-            row.append(acc)
-        keys.append(row)
-    return keys, mask
 
 
 def visible_from_subtree(plan: ReplayPlan) -> torch.Tensor:
