@@ -444,6 +444,25 @@ def test_a_decode_step_left_dense_warns_once_and_says_so_in_stats(monkeypatch, c
     assert len(warned) == 1 and "decode step runs dense" in warned[0] and "pass the attention mask" in warned[0]
 
 
+def test_the_rewrite_says_what_it_cannot_tell():
+    """A graph without shape metadata (not traced by Dynamo) cannot be told from a decode step: refused as
+    decode-shaped (so the backend warns), never guessed; a prefill-shaped one is plainly not a decode step."""
+    from replaycompile.passes.sparrow_rewrite import NotDecode, rewrite_decode
+
+    def attend(q, k, v, m):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+    gm = torch.fx.symbolic_trace(attend)
+    with pytest.raises(NotDecode, match="no shape metadata") as e:
+        rewrite_decode(gm, SparrowSchedule.fixed(0), use_triton=False)
+    assert e.value.decode_shaped
+    q = next(n for n in gm.graph.nodes if n.name == "q")
+    q.meta["val"] = torch.empty(1, 2, 8, 16, device="meta")
+    with pytest.raises(NotDecode, match=r"\(1, 2, 8, 16\) queries, not one token per row") as e:
+        rewrite_decode(gm, SparrowSchedule.fixed(0), use_triton=False)
+    assert not e.value.decode_shaped
+
+
 def test_user_compiled_decode_step_with_the_default_inductor_inner(sparrow_graphs):
     """The README's own decode step: ``torch.compile(model, backend="replay", options={"schedule": s})`` with
     the default inner (inductor) and the default dense layers (0, 1). It must give the sparse step's logits
@@ -532,8 +551,8 @@ def test_calibration_takes_the_cheapest_candidates_and_holds_out_of_sample():
     """Calibration's choice, read from its own table: per bin the chosen count meets the target, and the next
     cheaper candidate fails in that bin or an earlier one (so no cheaper non-decreasing table meets it). Then
     the schedule on held-out prompts (another seed). With 96 tokens per bin a p5 is the ~5th-worst token, so
-    one missed retrieval decides it and a held-out draw does not pin a per-bin p5 down (seeds 6 and 8 miss it in
-    a 2-page bin, p5 0.75); what is checked out of sample is the fraction of tokens below the target (at most
+    one missed retrieval decides it and a held-out draw does not pin a per-bin p5 down (held-out seeds 6 and 8
+    each miss it in a 2-page bin); what is checked out of sample is the fraction of tokens below the target (at most
     1.5x the 5% the quantile allows, per bin) and the p5 pooled over the bins."""
     model = retrieval_model()
     wins = calibration_windows(1536 + 48, 512, 48)
