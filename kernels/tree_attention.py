@@ -28,11 +28,17 @@ rule evaluated from ``subtree_end`` inside partial blocks.
 ``replaycompile::tree_attention`` returns (out, lse). Gradients flow to q, k
 and v through ``replaycompile::tree_attention_backward``; lse is marked
 non-differentiable (it is exported for diagnostics / merging, not for losses).
+
+Both ops count which implementation actually ran (``calls_by_path``, ``ran_since``): a layout asks for the
+Triton kernels, but unsupported inputs run the PyTorch path, so stats and benchmarks read the counters, not
+the configuration.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import Counter
 
 import torch
 from torch import Tensor
@@ -42,7 +48,7 @@ from .block_sparse import BlockLayout
 
 log = logging.getLogger("replaycompile")
 
-__all__ = ["tree_attention", "tree_attention_backward"]
+__all__ = ["tree_attention", "tree_attention_backward", "calls_by_path", "ran_since"]
 
 _FLASH_CPU = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
 _FLASH_CPU_BWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
@@ -71,6 +77,32 @@ def _use_flash(q: Tensor, v: Tensor) -> bool:
 
 _warned: set = set()
 
+# (op, path) -> calls, op "forward" / "backward", path "triton" / "torch". One process-wide count under a lock:
+# autograd runs CUDA backwards on its own device threads.
+_calls: Counter = Counter()
+_calls_lock = threading.Lock()
+
+
+def _ran(op: str, path: str) -> None:
+    with _calls_lock:
+        _calls[(op, path)] += 1
+
+
+def calls_by_path() -> dict[tuple[str, str], int]:
+    """Calls of the tree-attention ops so far, by (op, path) that actually ran: op "forward" or "backward",
+    path "triton" (the block-sparse kernels) or "torch" (CPU flash / math, including the fallback for inputs
+    the kernels do not support). Take one before and pass it to ``ran_since`` after."""
+    with _calls_lock:
+        return dict(_calls)
+
+
+def ran_since(before: dict[tuple[str, str], int], op: str = "forward") -> str | None:
+    """Which paths of ``op`` ran since the snapshot ``before``: "triton", "torch", "triton+torch" (some calls
+    each), or None when the op did not run."""
+    now = calls_by_path()
+    paths = [p for p in ("triton", "torch") if now.get((op, p), 0) > before.get((op, p), 0)]
+    return "+".join(paths) or None
+
 
 def _use_triton(q: Tensor, k: Tensor, v: Tensor, layout: list) -> bool:
     """The Triton kernels run when the caller passed a layout and they support these inputs (else, once, say
@@ -80,7 +112,8 @@ def _use_triton(q: Tensor, k: Tensor, v: Tensor, layout: list) -> bool:
     why = _triton.supported(q, k, v)
     if why is not None and why not in _warned:
         _warned.add(why)
-        log.warning("replay: Triton tree attention cannot run %s; using the PyTorch tree attention", why)
+        log.warning("replay: the Triton tree attention cannot run %s; running the PyTorch tree attention instead "
+                    "(exact, slower on GPUs; options={'attention': 'torch'} chooses it without this warning)", why)
     return why is None
 
 
@@ -221,7 +254,10 @@ def tree_attention(
     _check_inputs(q, k, v, subtree_end, seg_q)
     if _use_triton(q, k, v, layout):
         lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
-        return _triton.forward(q, k, v, lay, scale, tree_end=subtree_end)
+        res = _triton.forward(q, k, v, lay, scale, tree_end=subtree_end)
+        _ran("forward", "triton")
+        return res
+    _ran("forward", "torch")
     hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
     out = q.new_empty((1, hq, n, dv))
     lse = torch.empty((1, hq, n), dtype=torch.float32, device=q.device)
@@ -284,7 +320,10 @@ def tree_attention_backward(
     grad_out = grad_out.contiguous()
     if _use_triton(q, k, v, layout):
         lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
-        return _triton.backward(grad_out, q, k, v, out, lse, lay, scale, tree_end=subtree_end)
+        grads = _triton.backward(grad_out, q, k, v, out, lse, lay, scale, tree_end=subtree_end)
+        _ran("backward", "triton")
+        return grads
+    _ran("backward", "torch")
     acc_dt = torch.promote_types(k.dtype, torch.float32)
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk_acc = torch.zeros(k.shape, dtype=acc_dt, device=k.device)

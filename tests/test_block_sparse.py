@@ -1,6 +1,7 @@
 """The Triton block-sparse attention kernels (run by the Triton interpreter on CPU) against the pure-torch
 specs: tree attention (``tree_attention_reference``) and budgeted causal attention
-(``block_sparse_reference``); the block-layout builders against brute force; the kernels' GPU compile.
+(``block_sparse_reference``); the block-layout builders against brute force; the kernels' GPU compile; the
+backend's choice of them by device.
 
 The interpreter costs milliseconds per block pair, so shapes are tiny and blocks are 16 (the smallest
 ``tl.dot`` tile); ragged lengths, several blocks per list and every full/partial case still occur.
@@ -8,20 +9,26 @@ The interpreter costs milliseconds per block pair, so shapes are tiny and blocks
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 
 import pytest
 import torch
+from helpers import group_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trees import build_tree, make_qkv, random_segs
+from torch._subclasses.fake_tensor import FakeTensorMode
+from trees import build_tree, compile_for_hopper, make_qkv, random_segs
 
+from replaycompile import backend
 from replaycompile.kernels import block_sparse_attention as bsa
+from replaycompile.kernels import tree_attention as ta
 from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, tree_block_mask
 from replaycompile.kernels.block_sparse_reference import budget_visibility_mask, masked_attention_reference
 from replaycompile.kernels.tree_attention import tree_attention
 from replaycompile.kernels.tree_attention_reference import tree_attention_reference, tree_visibility_mask
+from replaycompile.models import tiny_model
 
 # Interpreter: float32 dots are IEEE, so float32 matches to rounding. 16-bit inputs: p is rounded to the input
 # dtype before the PV product as on GPUs (bf16 is upcast in the interpreter, so it only sees input rounding).
@@ -169,13 +176,19 @@ def test_tree_random(seed, n_roots, n_children, max_len, heads):
 
 
 def test_tree_equals_cpu_path():
-    """Both implementations of the tree-attention op agree (the Triton path and the CPU flash path)."""
+    """Both implementations of the tree-attention op agree (the Triton path and the CPU flash path), and each
+    call counts the path that ran, forward and backward."""
     tree = build_tree([(-1, 0, 20), (0, 19, 9), (0, 19, 4)])
-    q, k, v = make_qkv(tree.n, 4, 2, 16, 16, torch.float32, 3)
+    q, k, v = (x.requires_grad_() for x in make_qkv(tree.n, 4, 2, 16, 16, torch.float32, 3))
     meta = (tree.subtree_end, tree.seg_q, tree.seg_kv_ptr, tree.kv_ranges, 0.25)
-    a = tree_attention(q, k, v, *meta, _tree_layout(tree.subtree_end).tensors(), 16, 16)
-    b = tree_attention(q, k, v, *meta, [], 0, 0)
-    for x, y in zip(a, b):
+    res = []
+    for layout, path in ((_tree_layout(tree.subtree_end).tensors(), "triton"), ([], "torch")):
+        before = ta.calls_by_path()
+        out, lse = tree_attention(q, k, v, *meta, layout, 16, 16)
+        assert ta.ran_since(before) == path and ta.ran_since(before, "backward") is None
+        res.append((out, lse, *torch.autograd.grad(out.sum(), (q, k, v))))
+        assert ta.ran_since(before, "backward") == path
+    for x, y in zip(*res):
         torch.testing.assert_close(x, y, rtol=2e-5, atol=2e-5)
 
 
@@ -290,13 +303,16 @@ def test_budget_op_under_torch_compile():
 
 
 def test_unsupported_inputs_use_the_torch_path(caplog):
-    """float64 is not a kernel dtype: the op says so once and answers through the PyTorch path."""
+    """float64 is not a kernel dtype: the op says so once, answers through the PyTorch path and counts that path
+    (not the layout's request) as what ran."""
     tree = build_tree([(-1, 0, 10), (0, 9, 4)])
     q, k, v = make_qkv(tree.n, 2, 2, 16, 16, torch.float64, 0)
     meta = (tree.subtree_end, tree.seg_q, tree.seg_kv_ptr, tree.kv_ranges, 0.25)
+    before = ta.calls_by_path()
     with caplog.at_level("WARNING", logger="replaycompile"):
         out, _ = tree_attention(q, k, v, *meta, _tree_layout(tree.subtree_end).tensors(), 16, 16)
     assert "float64" in caplog.text
+    assert ta.ran_since(before) == "torch"
     ref, _ = tree_attention_reference(q, k, v, tree.subtree_end, 0.25)
     torch.testing.assert_close(out, ref)
 
@@ -305,6 +321,49 @@ def test_default_blocks():
     assert bsa.default_blocks(16, torch.float32, "cpu") == (16, 16)
     assert bsa.default_blocks(64, torch.bfloat16, "cuda") == (128, 64)
     assert bsa.default_blocks(128, torch.bfloat16, "cuda") == (64, 64)
+
+
+def test_attention_option_picks_the_kernels_by_device(caplog):
+    """attention="auto" runs the Triton kernels on CUDA and the PyTorch path on CPU; "torch" never takes them,
+    "triton" always. No GPU here: the graph is built with example inputs faked onto CUDA (FakeTensors), which
+    is all the choice reads; the packed graph gets the blocks for the model's head dim and dtype."""
+    model = tiny_model("qwen3", dtype=torch.bfloat16)
+    ids, am, _, _ = group_batch()
+    captured = []
+
+    def capture(gm, example_inputs):
+        captured.append((gm, example_inputs))
+        return gm.forward
+
+    torch.compile(lambda i, m: model(input_ids=i, attention_mask=m, use_cache=False).logits, backend=capture)(ids, am)
+    (gm, cpu_inputs), = captured
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        cuda_inputs = [torch.empty(x.shape, dtype=x.dtype, device="cuda") if isinstance(x, torch.Tensor) else x
+                       for x in cpu_inputs]
+    d = model.config.head_dim
+    cuda_blocks = bsa.default_blocks(d, torch.bfloat16, "cuda")
+    cpu_blocks = bsa.default_blocks(d, torch.bfloat16, "cpu")
+    assert cuda_blocks == (128, 64)  # head dim <= 64 in bf16: distinct from the metadata-less fallback below
+
+    def blocks(attention, inputs):
+        g = backend.ReplayGraph(copy.deepcopy(gm), inputs, backend.ReplayOptions(attention=attention))
+        assert g.reason is None, g.reason
+        return g.packed.blocks
+
+    assert blocks("auto", cuda_inputs) == cuda_blocks
+    assert blocks("auto", cpu_inputs) is None
+    assert blocks("torch", cuda_inputs) is None
+    assert blocks("triton", cuda_inputs) == cuda_blocks
+    assert blocks("triton", cpu_inputs) == cpu_blocks
+    # no shape metadata on the query (the analysis reads it, so only a pass dropping it gets here): a warning
+    # names the node and the block sizes assumed
+    g = backend.ReplayGraph(copy.deepcopy(gm), cuda_inputs, backend.ReplayOptions())
+    q_node = g.analysis.attention[0].q
+    q_node.meta.pop("example_value", None)
+    q_node.meta.pop("val", None)
+    with caplog.at_level("WARNING", logger="replaycompile"):
+        assert g._attention_blocks(cuda_inputs) == (64, 64)
+    assert f"`{q_node.name}`" in caplog.text and "head_dim 64 in float32" in caplog.text
 
 
 # ------------------------------------------------------------------------------------------------ GPU compile
@@ -337,20 +396,26 @@ def _gpu_signature(fn, dtype: str, consts: dict) -> dict:
 @pytest.mark.parametrize("dtype,tree", [("bf16", True), ("fp16", False)])
 def test_kernels_compile_for_hopper(kernel, dtype, tree):
     """No GPU here: compile the kernels ahead of time for sm_90 (Triton's own compiler and ptxas, no device),
-    so a kernel that only the interpreter accepts cannot land unnoticed."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource, compile
-    from triton.runtime.jit import JITFunction
-
+    so a kernel that only the interpreter accepts cannot land unnoticed. Fails, not skips, without ptxas where
+    the Triton wheel ships it (``compile_for_hopper``)."""
     fn = {"fwd": bsa._fwd_kernel, "dkdv": bsa._bwd_dkdv_kernel, "dq": bsa._bwd_dq_kernel}[kernel]
     consts = dict(GROUP=4, PER_HEAD=not tree, TREE=tree, UPCAST=False, PRECISION="ieee", HEAD_DIM=128,
                   BLOCK_D=128, BLOCK_Q=64, BLOCK_K=64)
-    try:
-        compiled = compile(ASTSource(JITFunction(fn), _gpu_signature(fn, dtype, consts), consts),
-                           target=GPUTarget("cuda", 90, 32), options=dict(num_warps=8, num_stages=3))
-    except FileNotFoundError as e:  # no ptxas in this Triton install
-        pytest.skip(f"Triton's CUDA toolchain is missing: {e}")
+    compiled = compile_for_hopper(fn, _gpu_signature(fn, dtype, consts), consts, num_warps=8, num_stages=3)
     assert compiled.metadata.shared <= 232448, "exceeds the H100/H200 shared memory per block"
+
+
+def test_missing_ptxas_fails_where_the_wheel_ships_it(monkeypatch):
+    """Without ptxas the Hopper compile check fails on Linux x86_64 with Triton's wheel (which bundles it) rather
+    than skipping: a skip there would hide the only Hopper check CI runs."""
+    import trees
+    from triton import knobs
+
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    monkeypatch.setattr(type(knobs.nvidia).__dict__["ptxas"], "default_path", "/nonexistent/ptxas")
+    expected = pytest.fail.Exception if trees._wheel_ships_ptxas() else pytest.skip.Exception
+    with pytest.raises(expected, match="ptxas"):
+        compile_for_hopper(bsa._fwd_kernel, {}, {})
 
 
 def test_budget_torch_path_equals_the_kernels():

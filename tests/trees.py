@@ -1,8 +1,16 @@
 """Packed prefix trees built independently of the runtime plan (a token-level tree, DFS preorder), and q/k/v
-makers: the tree-attention and block-sparse kernel tests check kernels against the spec with these."""
+makers: the tree-attention and block-sparse kernel tests check kernels against the spec with these. Also
+``compile_for_hopper``, the ahead-of-time sm_90 compile the kernel tests share."""
 
 from __future__ import annotations
 
+import json
+import os
+import platform
+import sys
+from importlib import metadata
+
+import pytest
 import torch
 
 
@@ -135,3 +143,42 @@ def make_qkv(n, hq, hkv, d, dv, dtype, seed, transposed=False):
     return mk(hq, d), mk(hkv, d), mk(hkv, dv)
 
 
+# ------------------------------------------------------------------------------------------------ sm_90 compile
+
+
+def _wheel_ships_ptxas() -> bool:
+    """Triton's Linux x86_64 wheels bundle ptxas (triton/backends/nvidia/bin); a source build may not."""
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        return False
+    try:
+        direct = metadata.distribution("triton").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return False
+    # pip writes direct_url.json for local / VCS installs only; a local directory means a source build
+    return not (direct and "dir_info" in json.loads(direct))
+
+
+def compile_for_hopper(fn, signature: dict, constants: dict, **options):
+    """Compile the Triton kernel function ``fn`` ahead of time for sm_90 (Triton's compiler and ptxas, no GPU)
+    and return it; the cubin is checked to exist, so ptxas really ran. This is CI's only Hopper check, so a
+    missing ptxas fails where the Triton wheel ships one, and skips (saying so) elsewhere."""
+    import triton
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource, compile
+    from triton.runtime.jit import JITFunction
+
+    try:
+        knobs.nvidia.ptxas  # noqa: B018 - resolving the knob runs `ptxas --version`; RuntimeError if none works
+    except RuntimeError as e:
+        bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+        where = f"{bundled} or $TRITON_PTXAS_PATH={os.environ.get('TRITON_PTXAS_PATH')!r}"
+        if _wheel_ships_ptxas():
+            pytest.fail(f"{e} ({where}), which the Triton wheel for Linux x86_64 bundles: reinstall triton from "
+                        f"the wheel (pip install --force-reinstall triton=={triton.__version__}) or point "
+                        f"TRITON_PTXAS_PATH at a CUDA 12.8+ ptxas")
+        pytest.skip(f"{e} ({where}) and this Triton install is not a Linux x86_64 wheel")
+    compiled = compile(ASTSource(JITFunction(fn), signature, constants), target=GPUTarget("cuda", 90, 32),
+                       options=options)
+    assert compiled.asm.get("cubin"), "Triton returned no cubin for sm_90"
+    return compiled
