@@ -86,19 +86,31 @@ def make_batch(group: int, prompt_len: int, cmin: int, cmax: int, vocab: int, sh
     return ids, am, adv
 
 
-def grpo_loss_from_logp(logp, adv, cmask):
-    """Per-token GRPO (on-policy ratio, clipped), masked mean over completion tokens."""
-    ratio = torch.exp(logp - logp.detach())
+def with_old_logprobs(model, batch, P: int):
+    """The batch plus the rollout engine's log-probs of the completion tokens (here: the model's own, perturbed a
+    little, as an off-policy rollout would be), so the clipped ratio and the loss value depend on the logits."""
+    ids, am, adv = batch
+    with torch.no_grad():
+        logp = torch.cat([model(input_ids=ids[i:i + 1], attention_mask=am[i:i + 1], use_cache=False,
+                                logits_to_keep=ids.shape[1] - P + 1).logits[:, :-1].float().log_softmax(-1)
+                          .gather(-1, ids[i:i + 1, P:, None]).squeeze(-1) for i in range(ids.shape[0])])
+    noise = 0.1 * torch.randn(logp.shape, generator=torch.Generator().manual_seed(7))
+    return ids, am, adv, logp + noise
+
+
+def grpo_loss_from_logp(logp, old_logp, adv, cmask):
+    """Per-token GRPO (ratio against the rollout's log-probs, clipped), masked mean over completion tokens."""
+    ratio = torch.exp(logp - old_logp)
     obj = torch.minimum(ratio * adv[:, None], ratio.clamp(0.8, 1.2) * adv[:, None])
     return -(obj * cmask).sum() / cmask.sum()
 
 
 def make_loss_full(P: int):
     """The GRPO step as a user writes it: full logits, then the completion positions."""
-    def loss_full(model, ids, am, adv):
+    def loss_full(model, ids, am, adv, old_logp):
         logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
         logp = logits[:, P - 1:-1].float().log_softmax(-1).gather(-1, ids[:, P:, None]).squeeze(-1)
-        return grpo_loss_from_logp(logp, adv, am[:, P:].float())
+        return grpo_loss_from_logp(logp, old_logp, adv, am[:, P:].float())
     return loss_full
 
 
@@ -106,15 +118,15 @@ def build_variants(model, prompt_len: int, completion_len: int):
     P, C = prompt_len, completion_len
     loss_full = make_loss_full(P)
 
-    def loss_keep(model, ids, am, adv):
+    def loss_keep(model, ids, am, adv, old_logp):
         logits = model(input_ids=ids, attention_mask=am, use_cache=False, logits_to_keep=C + 1).logits[:, :-1]
         logp = logits.float().log_softmax(-1).gather(-1, ids[:, P:, None]).squeeze(-1)
-        return grpo_loss_from_logp(logp, adv, am[:, P:].float())
+        return grpo_loss_from_logp(logp, old_logp, adv, am[:, P:].float())
 
     replay_model = torch.compile(model, backend="replay")
 
-    def loss_replay_model_only(model, ids, am, adv):
-        return loss_full(replay_model, ids, am, adv)
+    def loss_replay_model_only(model, ids, am, adv, old_logp):
+        return loss_full(replay_model, ids, am, adv, old_logp)
 
     return {
         "eager (full logits, as written)": loss_full,
@@ -157,8 +169,8 @@ def main(argv=None):
                    head_dim=64, intermediate_size=768, vocab_size=32000)
         G, P, cmin, cmax = 8, 1024, 64, 128
     model = tiny_model("qwen3", **cfg)
-    batch = make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=True)
-    nosh = make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=False, seed=1)
+    batch = with_old_logprobs(model, make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=True), P)
+    nosh = with_old_logprobs(model, make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=False, seed=1), P)
     variants = build_variants(model, P, cmax)
     env = {k: os.environ.get(k) for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "LD_PRELOAD")}
     print(f"# replay benchmark: Qwen3-shaped {cfg}, G={G}, prompt {P}, completions {cmin}-{cmax}, fp32, "
@@ -174,11 +186,17 @@ def main(argv=None):
         loss = step(fn, model, batch)
         g = grads(model)
         stats = replaycompile.last_stats() if "replay" in name else None
+        if stats is not None and not stats["applied"]:
+            # a fallback timed under a "replay" label would be a lie: stop here
+            raise SystemExit(f"{name}: the replay backend did not pack this batch ({stats['fallback_reason']}); "
+                             f"refusing to time it as replay")
         cos = F.cosine_similarity(g.double(), ref_grad.double(), dim=0).item()
         rel = ((g.double() - ref_grad.double()).norm() / ref_grad.double().norm()).item()
-        info[name] = dict(first_call_s=time.perf_counter() - t0, loss_diff=abs(loss - ref_loss).item(),
+        info[name] = dict(first_call_s=time.perf_counter() - t0,
+                          loss_rel=(abs(loss - ref_loss) / ref_loss.abs().clamp_min(1e-30)).item(),
                           grad_cos=cos, grad_rel_l2=rel, stats=stats)
-        print(f"#   warm-up {name}: {info[name]['first_call_s']:.1f}s, |dloss|={info[name]['loss_diff']:.2e}, "
+        print(f"#   warm-up {name}: {info[name]['first_call_s']:.1f}s, loss {loss.item():.6f} "
+              f"(rel diff {info[name]['loss_rel']:.1e}), "
               f"grad cos={cos:.7f}, rel L2={rel:.2e}" + (f", stats={stats}" if stats else ""), flush=True)
 
     times = {name: [] for name in variants}
@@ -193,10 +211,12 @@ def main(argv=None):
             peaks[name] = max(peaks[name], pk.delta)
         print(f"#   rep {rep + 1}/{args.reps} done", flush=True)
 
-    ids, am, _ = batch
+    ids, am = batch[0], batch[1]
     tokens_in = int(am.sum())
-    tokens_packed = replaycompile.last_stats() and info["replay exact"]["stats"]["tokens_computed"]
-    n_predict = int(am[:, P:].sum())
+    tokens_packed = info["replay exact"]["stats"]["tokens_computed"]
+    # rows the packed LM head runs on: the unique tokens of the loss's slice [P-1, -1) (what the rewrite selects)
+    from replaycompile.plan import build_plan
+    head_rows = int(build_plan(ids, am).select_columns(P - 1, -1)[0].numel())
     med_eager = statistics.median(times["eager (full logits, as written)"])
     med_keep = statistics.median(times["eager logits_to_keep (TRL baseline)"])
     peak_eager = peaks["eager (full logits, as written)"]
@@ -222,11 +242,12 @@ def main(argv=None):
     lens = am.sum(1).tolist()
     eager_flops = G * t_all * (per_tok + 2 * h * V) + L * G * 4 * hq * d * t_all * t_all
     packed_attn = L * 4 * hq * d * (P * P / 2 + sum(P * (n - P) + (n - P) ** 2 / 2 for n in lens))
-    replay_flops = tokens_packed * per_tok + packed_attn + (n_predict + 1) * 2 * h * V
+    replay_flops = tokens_packed * per_tok + packed_attn + head_rows * 2 * h * V
     print()
     print(f"ideal: tokens in {tokens_in} (B x T = {G * t_all}), packed {tokens_packed}: token ratio "
           f"{tokens_in / tokens_packed:.2f}x over the non-pad tokens, {G * t_all / tokens_packed:.2f}x over B x T; "
-          f"FLOP model (fwd, eager masks every pair) {eager_flops / replay_flops:.2f}x")
+          f"FLOP model (fwd, eager masks every pair) {eager_flops / replay_flops:.2f}x; the packed LM head runs on "
+          f"{head_rows} unique rows of the loss's slice (eager: {G * (t_all - P)})")
     print(f"model compiled alone returns [B, T, V] logits ({G}x{t_all}x{V} fp32 = "
           f"{G * t_all * V * 4 / 2**30:.2f} GiB): the LM head and log-softmax then run on every row, which bounds "
           f"its gain (see its row)")
@@ -256,7 +277,7 @@ def main(argv=None):
         for k in args.sweep:
             ids_k, am_k, adv_k = make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=False, seed=2)
             ids_k[:, :k] = ids_k[0, :k]
-            bk = (ids_k, am_k, adv_k)
+            bk = with_old_logprobs(model, (ids_k, am_k, adv_k), P)
             step(forced, model, bk)
             step(plain, model, bk)
             tf, tp = [], []

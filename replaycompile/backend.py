@@ -310,7 +310,10 @@ class ReplayGraph:
                 return gm(*a)
 
             self._plain = torch.compile(_own_code(run_plain, "replay_plain"), backend=self._inner, dynamic=True)
-        return self._plain(*args)
+        # as for the packed graph: float module attributes arrive as 0-d tensors read by .item(), and a graph
+        # break there would run the unpacked forward op by op
+        with torch._dynamo.config.patch(capture_scalar_outputs=True):
+            return self._plain(*args)
 
     def _packed_fn(self):
         if self._packed is None:

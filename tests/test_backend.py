@@ -83,6 +83,20 @@ def test_triton_attention_step_is_exact(family, impl):
     assert_same_step(ref, got)
 
 
+def test_eager_inner_runs_training_graphs_exactly(replay_graphs):
+    """inner="eager" (the rewritten graph run as it is, no AOT) on a training step: packed, loss and every
+    gradient equal eager's."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
+    ref = run(step_loss, model, ids, am, adv, p)
+    got = run(torch.compile(step_loss, backend="replay", options={"inner": "eager", "min_shared_tokens": 1}),
+              model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["tokens_computed"] == unique_prefix_tokens(ids, am), st
+    assert [g.opts.inner for g in replay_graphs] == ["eager"]
+    assert_same_step(ref, got)
+
+
 def test_auto_attention_on_cpu_is_the_torch_path():
     model = tiny_model("qwen3", "sdpa")
     ids, am, adv, p = group_batch()
