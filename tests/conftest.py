@@ -10,11 +10,11 @@ import torch  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-# `pytest --hypothesis-profile=no-shrink`: report the first failing example at once (shrinking a failure of a
+# HYPOTHESIS_PROFILE=no-shrink: report the first failing example at once (shrinking a failure of a
 # compiled model can take minutes); used when checking that deliberate bugs are caught
 settings.register_profile("no-shrink", deadline=None, suppress_health_check=[HealthCheck.too_slow],
                           phases=[Phase.explicit, Phase.reuse, Phase.generate])
-settings.load_profile("default")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 import pytest  # noqa: E402
