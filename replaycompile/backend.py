@@ -25,6 +25,7 @@ from replaycompile.passes.rewrite import PackedGraph, rewrite
 from replaycompile.passes.sink_slices import sink_slices
 
 from replaycompile.kernels.block_sparse_attention import default_blocks
+from replaycompile.kernels.tree_attention import calls_by_path, ran_since
 
 from .plan import ReplayPlan, build_plan
 
@@ -243,6 +244,7 @@ class ReplayGraph:
         self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
         self.packed: PackedGraph | None = None
         self._probed: set = set()
+        self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
         self._warned_below_threshold = False
         self._mask_gm = None
         self._bounds_gm = None
@@ -343,8 +345,8 @@ class ReplayGraph:
             # Dynamo recompiles of this frame plus recompiles of its packed graph after the first
             "recompiles": self.frame_recompiles + max(self._inner.compiles - 1, 0),
             "mode": self.opts.mode,
-            "attention": ("triton" if self.packed is not None and self.packed.blocks is not None else "torch")
-            if applied else None,
+            # what ran, not what was asked for: unsupported inputs run the PyTorch path even with a layout
+            "attention": self._attention_ran if applied else None,
         })
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):
@@ -443,6 +445,7 @@ class ReplayGraph:
         extra = [_not_a_view(x.to(dev)) for x in extra]
         args = [_not_a_view(x) if isinstance(x, torch.Tensor) else x for x in args]
         first = self._packed is None
+        ran_before = calls_by_path()
         try:
             # capture_scalar_outputs: with dynamic=True Dynamo passes float module attributes as 0-d tensors
             # read by .item(); a graph break there would run the packed forward op by op
@@ -455,6 +458,7 @@ class ReplayGraph:
             log.exception("replay: compiling the packed graph failed")
             self.reason = f"compiling the packed graph failed ({type(e).__name__}: {e}); running unpacked"
             return self._fallback(self.reason, args, plan)
+        self._attention_ran = ran_since(ran_before)
         self._stats(True, None, plan, args)
         return out
 

@@ -15,12 +15,13 @@ import random
 
 import pytest
 import torch
-from helpers import group_batch
+from helpers import AOT, group_batch, step_loss
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 from trees import build_tree, compile_for_hopper, make_qkv, random_segs
 
+import replaycompile
 from replaycompile import backend
 from replaycompile.kernels import block_sparse_attention as bsa
 from replaycompile.kernels import tree_attention as ta
@@ -364,6 +365,16 @@ def test_attention_option_picks_the_kernels_by_device(caplog):
     with caplog.at_level("WARNING", logger="replaycompile"):
         assert g._attention_blocks(cuda_inputs) == (64, 64)
     assert f"`{q_node.name}`" in caplog.text and "head_dim 64 in float32" in caplog.text
+
+
+def test_stats_report_the_attention_that_ran():
+    """last_stats()["attention"] is what executed, not what was asked for: attention="triton" on float64 (not a
+    kernel dtype) runs the PyTorch tree attention, and the stats say so."""
+    model = tiny_model("qwen3", dtype=torch.float64)
+    ids, am, adv, p = group_batch()
+    torch.compile(step_loss, backend="replay", options={**AOT, "attention": "triton"})(model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["attention"] == "torch", st
 
 
 # ------------------------------------------------------------------------------------------------ GPU compile
