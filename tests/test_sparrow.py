@@ -693,9 +693,7 @@ def test_decode_kernel_compiles_for_hopper():
     kernels are (tests/test_block_sparse.py)."""
     import inspect
 
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource, compile
-    from triton.runtime.jit import JITFunction
+    from trees import compile_for_hopper
 
     consts = dict(GROUP=4, BLOCK_G=16, HEAD_DIM=128, BLOCK_D=128, PAGE=16, PAGES_PER_ITER=4, N_SPLIT=8, UPCAST=False)
     sig = {}
@@ -714,11 +712,8 @@ def test_decode_kernel_compiles_for_hopper():
             sig[name] = "fp32"
         else:
             sig[name] = "i32"
-    try:
-        k = compile(ASTSource(JITFunction(sd._decode_kernel), sig, consts), target=GPUTarget("cuda", 90, 32),
-                    options=dict(num_warps=4, num_stages=2))
-    except FileNotFoundError as e:
-        pytest.skip(f"Triton's CUDA toolchain is missing: {e}")
+    # fails (not skips) where the Triton wheel ships ptxas: this is CI's only Hopper check of the decode kernel
+    k = compile_for_hopper(sd._decode_kernel, sig, consts, num_warps=4, num_stages=2)
     assert k.metadata.shared <= 232448
 
 
