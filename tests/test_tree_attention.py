@@ -272,3 +272,36 @@ def test_tolerances_tell_right_from_a_visibility_bug(dtype):
         wrong, _ = tree_attention_reference(qr, kr, vr, se, 0.25)
         with pytest.raises(AssertionError):
             _close(name, dtype, out, wrong)
+
+
+def test_no_n_by_n_tensor():
+    """The README's "never an N x N mask": the CPU path, forward and backward, creates no tensor of N x N
+    elements (it works per branch segment: seg_len x visible keys). Every aten op the two kernels run is
+    recorded (the ops' Python bodies run under a dispatch mode, so their insides are seen)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from replaycompile.kernels.tree_attention import tree_attention_backward
+
+    prompt, g, own = 1024, 8, 32
+    tree = build_tree([(-1, 0, prompt)] + [(0, prompt - 1, own) for _ in range(g)])
+    n = tree.n
+    q, k, v = make_qkv(n, 2, 1, 16, 16, torch.float32, 0)
+
+    class Largest(TorchDispatchMode):
+        numel = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    Largest.numel = max(Largest.numel, t.numel())
+            return out
+
+    with Largest():
+        out, lse = tree_attention._init_fn(q, k, v, *tree.meta(), 0.25, *TORCH_PATH)
+        grads = tree_attention_backward._init_fn(torch.ones_like(out), q, k, v, out, lse, *tree.meta(), 0.25,
+                                                 *TORCH_PATH)
+    assert all(torch.isfinite(x).all() for x in grads)
+    largest_segment = own * (prompt + own)  # a branch's queries x its visible keys
+    assert Largest.numel >= largest_segment  # the recorder sees the segment-level tensors
+    assert Largest.numel <= max(largest_segment, q.numel()) < n * n // 8, (Largest.numel, n * n)
