@@ -91,10 +91,15 @@ def last_stats() -> dict | None:
         return None if _last_stats is None else dict(_last_stats)
 
 
+_calls = itertools.count(1)
+
+
 def _record(stats: dict) -> None:
+    """Stats of one call; ``call`` numbers them, so a caller can tell fresh stats from those of an earlier call
+    (a call Dynamo ran without the backend, e.g. past its recompile limit, records nothing)."""
     global _last_stats
     with _stats_lock:
-        _last_stats = stats
+        _last_stats = {**stats, "call": next(_calls)}
 
 
 def _log_once(reason: str) -> None:

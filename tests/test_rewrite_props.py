@@ -111,11 +111,13 @@ def test_random_graphs_are_exact(case):
     # every op of OPS is per-token or causal attention: the only legitimate decline is a batch that shares
     # nothing (AOT's min_shared_tokens=1), and the count of what should be computed is derived independently
     expected = unique_prefix_tokens(ids, am if use_mask else None)
-    if int(valid.sum()) - expected >= 1:
-        assert st_["applied"] and st_["fallback_reason"] is None, st_
+    if 1 in ids.shape:  # Dynamo specializes size-1 dims: that graph is declined, saying so
+        assert not st_["applied"] and "axis of size 1" in st_["fallback_reason"], st_["fallback_reason"]
+    elif int(valid.sum()) - expected >= 1:
+        assert st_["applied"] and st_["fallback_reason"] is None, st_["fallback_reason"]
         assert st_["tokens_computed"] == expected, (st_, expected)
     else:
-        assert not st_["applied"] and "min_shared_tokens" in st_["fallback_reason"], st_
+        assert not st_["applied"] and "min_shared_tokens" in st_["fallback_reason"], st_["fallback_reason"]
     torch.testing.assert_close(got[0][valid], ref[0][valid], rtol=1e-5, atol=1e-5)
     assert ref[1].keys() == got[1].keys()
     for k in ref[1]:
