@@ -116,6 +116,27 @@ def test_whole_step_packs_the_vocabulary_projection(replay_graphs):
     assert [(s.start, s.stop) for s in g.analysis.slices] == [(p - 1, -1)]
 
 
+def test_packed_log_probs_equal_eager_and_are_zero_at_padding(replay_graphs):
+    """A step that returns the per-token log-probs (as TRL does, for logging and the loss): they come from the
+    packed LM head (replay_gather), equal eager's wherever the predicting position is a real token and are
+    zeros where it is padding, as the contract says for every output."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
+
+    def logprobs(model, ids, am):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+        return logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
+
+    ref = logprobs(model, ids, am)
+    got = torch.compile(logprobs, backend="replay", options=AOT)(model, ids, am)
+    assert replaycompile.last_stats()["applied"]
+    assert "replay_gather" in replay_graphs[0].packed.gm.code
+    valid = am[:, p - 1:-1].bool()  # the position whose logits predict the target is a real token
+    assert (~valid).any()
+    torch.testing.assert_close(got[valid], ref[valid], rtol=1e-5, atol=1e-5)
+    assert bool((got[~valid] == 0).all()), "log-probs read at padded positions come back as zeros"
+
+
 def test_inductor_end_to_end():
     """The default inner compiler (inductor) on a whole GRPO step."""
     model = tiny_model("qwen3")
