@@ -1,0 +1,221 @@
+"""Chunked vocabulary projection: LM head + log-softmax + gather (and entropy) without ``[M, V]`` logits.
+
+An RL loss reads the LM head's output only through the log-prob of each row's target token (and, for logging
+or a bonus, the entropy of the row's distribution). Computing that the plain way materialises the ``[M, V]``
+logits, their float32 upcast, the softmax and, in backward, a vocabulary-sized gradient of each: at V = 152K and
+16K completion rows the float32 logits alone are 9.7 GB. ``replaycompile::chunked_logprobs`` takes the LM head's
+input rows (the packed rows that predict a token) and its weight, and processes ``chunk_rows`` rows at a time,
+keeping only per-row results. Peak extra memory is a few ``chunk_rows x V`` buffers plus a ``[V, H]`` weight
+gradient accumulator.
+
+Semantics (``chunked_logprobs_reference`` is the specification): ``logits = F.linear(hidden, weight, bias)`` in
+the input dtype, optionally ``softcap * tanh(logits / softcap)`` in that dtype (Gemma's final-logit soft-capping,
+as HF computes it), then upcast to float32 (float64 stays float64) for the log-softmax, like an HF model followed
+by ``.float().log_softmax(-1)``.
+
+Outputs ``(logp, entropy, lse)``, all ``[M]`` in the softmax dtype:
+
+* ``logp``: log-softmax at ``targets`` (every target must be a valid index: there is no ignore_index);
+* ``entropy``: the softmax's entropy, or an empty ``[0]`` tensor when ``with_entropy`` is False (empty rather
+  than zeros, so a caller that reads an entropy it did not ask for fails on the shape instead of using zeros);
+* ``lse``: the row's log-sum-exp of the (capped) logits, non-differentiable; it is an output so that autograd can
+  save it and the backward does not recompute it.
+
+The backward (``replaycompile::chunked_logprobs_backward``, its own opaque op so that compiled graphs keep the
+chunk loop out of the trace) recomputes each chunk's logits from the saved hidden rows and weight. Per row, with
+``p`` the softmax, ``Hrow`` the entropy and ``z`` the logits: d logp / dz = onehot(target) - p and
+d entropy / dz = -p * (log p + Hrow).
+
+Liger-Kernel's fused linear cross-entropy is the anchor: it also chunks rows and never holds the logits, but its
+loss is a scalar, so it computes the input and weight gradients during the forward and scales them in backward.
+Here the outputs are per-row and their gradients (advantages, masks) are only known in backward, so the
+backward recomputes instead. Pure torch matmuls per chunk: the same code runs on CPU and CUDA.
+
+Not handled: autocast (a custom op is not cast by autocast; the caller passes tensors of one dtype).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+__all__ = ["chunked_logprobs", "chunked_logprobs_backward"]
+
+
+def _check_inputs(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], targets: Tensor, chunk_rows: int) -> None:
+    torch._check(hidden.dim() == 2 and weight.dim() == 2, lambda: "hidden must be [M, H] and weight [V, H]")
+    torch._check(hidden.shape[1] == weight.shape[1], lambda: "hidden and weight hidden sizes differ")
+    torch._check(hidden.dtype == weight.dtype, lambda: "hidden and weight dtypes differ")
+    torch._check(bias is None or (bias.shape == (weight.shape[0],) and bias.dtype == weight.dtype),
+                 lambda: "bias must be [V] in weight's dtype")
+    torch._check(targets.dim() == 1 and targets.shape[0] == hidden.shape[0], lambda: "targets must be [M]")
+    torch._check(targets.dtype == torch.int64, lambda: "targets must be int64")
+    torch._check(chunk_rows > 0, lambda: "chunk_rows must be positive")
+
+
+def _softmax_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.promote_types(dtype, torch.float32)
+
+
+def _chunk_logits(h: Tensor, weight: Tensor, bias: Optional[Tensor], softcap: float) -> Tensor:
+    """One chunk's logits, exactly as the reference computes them (input dtype, then upcast)."""
+    z = F.linear(h, weight, bias)
+    if softcap:
+        z = torch.tanh(z / softcap) * softcap
+    return z.to(_softmax_dtype(z.dtype))
+
+
+def _chunks(m: int, chunk_rows: int):
+    # row ranges [s, e); the last one is ragged when chunk_rows does not divide m
+    for s in range(0, m, chunk_rows):
+        yield s, min(s + chunk_rows, m)
+
+
+# ---------------------------------------------------------------- forward op
+
+
+@torch.library.custom_op("replaycompile::chunked_logprobs", mutates_args=())
+def chunked_logprobs(
+    hidden: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor],
+    targets: Tensor,
+    chunk_rows: int,
+    with_entropy: bool,
+    softcap: float,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(logp [M], entropy [M] or [0], lse [M]) of ``F.linear(hidden, weight, bias)``'s log-softmax at
+    ``targets``, ``chunk_rows`` rows at a time. ``softcap`` 0 means no capping."""
+    _check_inputs(hidden, weight, bias, targets, chunk_rows)
+    m = hidden.shape[0]
+    acc_dt = _softmax_dtype(hidden.dtype)
+    logp = torch.empty(m, dtype=acc_dt, device=hidden.device)
+    lse = torch.empty(m, dtype=acc_dt, device=hidden.device)
+    entropy = torch.empty(m if with_entropy else 0, dtype=acc_dt, device=hidden.device)
+    for s, e in _chunks(m, chunk_rows):
+        z = _chunk_logits(hidden[s:e], weight, bias, softcap)
+        lse_c = torch.logsumexp(z, dim=-1)
+        lse[s:e] = lse_c
+        logp[s:e] = z.gather(-1, targets[s:e, None]).squeeze(-1) - lse_c
+        if with_entropy:
+            # H = -sum p (z - lse) = lse - sum p z; one [chunk, V] temporary (p) besides z
+            p = torch.exp(z - lse_c[:, None])
+            entropy[s:e] = lse_c - (p * z).sum(-1)
+    return logp, entropy, lse
+
+
+@chunked_logprobs.register_fake
+def _chunked_logprobs_fake(hidden, weight, bias, targets, chunk_rows, with_entropy, softcap):
+    _check_inputs(hidden, weight, bias, targets, chunk_rows)
+    m = hidden.shape[0]
+    acc_dt = _softmax_dtype(hidden.dtype)
+    logp = hidden.new_empty((m,), dtype=acc_dt)
+    entropy = hidden.new_empty((m if with_entropy else 0,), dtype=acc_dt)
+    lse = hidden.new_empty((m,), dtype=acc_dt)
+    return logp, entropy, lse
+
+
+# ---------------------------------------------------------------- backward op
+
+
+@torch.library.custom_op("replaycompile::chunked_logprobs_backward", mutates_args=())
+def chunked_logprobs_backward(
+    grad_logp: Optional[Tensor],
+    grad_entropy: Optional[Tensor],
+    hidden: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor],
+    targets: Tensor,
+    entropy: Tensor,
+    lse: Tensor,
+    chunk_rows: int,
+    softcap: float,
+    need_hidden: bool,
+    need_weight: bool,
+    need_bias: bool,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(grad_hidden [M, H], grad_weight [V, H], grad_bias [V]) of ``chunked_logprobs``; a gradient that is not
+    needed (or a bias that is None) comes back as an empty ``[0]`` tensor.
+
+    ``grad_entropy`` is read only if ``entropy`` holds the row entropies (non-empty). The weight and bias
+    gradients are sums over all chunks, accumulated in the softmax dtype and cast once at the end. For bf16 each
+    chunk's weight-gradient matmul still runs (and rounds) in bf16, to keep tensor-core speed on GPUs (Liger's
+    ``accum_dtype`` choice); its relative error is 1.0-1.3x the unfused computation's (tests measure it).
+    """
+    m, v = hidden.shape[0], weight.shape[0]
+    acc_dt = _softmax_dtype(hidden.dtype)
+    use_entropy = grad_entropy is not None and entropy.numel() > 0
+    need_bias = need_bias and bias is not None
+    grad_hidden = hidden.new_empty(hidden.shape) if need_hidden else hidden.new_empty((0,))
+    gw_acc = torch.zeros(weight.shape, dtype=acc_dt, device=weight.device) if need_weight else None
+    gb_acc = torch.zeros((v,), dtype=acc_dt, device=weight.device) if need_bias else None
+    for s, e in _chunks(m, chunk_rows):
+        h = hidden[s:e]
+        z = _chunk_logits(h, weight, bias, softcap)
+        logp_all = z - lse[s:e, None]
+        p = torch.exp(logp_all)
+        # d/dz of (g_logp * logp_t + g_ent * H) = g_logp * (onehot - p) - g_ent * p * (log p + H)
+        coef = torch.zeros(e - s, 1, dtype=acc_dt, device=hidden.device)
+        if grad_logp is not None:
+            coef = coef + grad_logp[s:e, None].to(acc_dt)
+        if use_entropy:
+            # reuse logp_all's buffer for g_ent * (log p + H)
+            coef = coef + grad_entropy[s:e, None].to(acc_dt) * logp_all.add_(entropy[s:e, None])
+        gz = p.mul_(coef).neg_()
+        if grad_logp is not None:
+            gz.scatter_add_(-1, targets[s:e, None], grad_logp[s:e, None].to(acc_dt))
+        if softcap:
+            # capped = c * tanh(raw / c): d capped / d raw = 1 - tanh^2 = 1 - (capped / c)^2
+            gz = gz * (1 - (z / softcap).square())
+        # the matmuls run in the input dtype, as F.linear's own backward would
+        gz_in = gz.to(hidden.dtype)
+        if need_hidden:
+            grad_hidden[s:e] = gz_in @ weight
+        if need_weight:
+            gw_acc += (gz_in.t() @ h).to(acc_dt)
+        if need_bias:
+            gb_acc += gz.sum(0)
+    grad_weight = gw_acc.to(weight.dtype) if need_weight else weight.new_empty((0,))
+    grad_bias = gb_acc.to(bias.dtype) if need_bias else weight.new_empty((0,))
+    return grad_hidden, grad_weight, grad_bias
+
+
+@chunked_logprobs_backward.register_fake
+def _chunked_logprobs_backward_fake(grad_logp, grad_entropy, hidden, weight, bias, targets, entropy, lse,
+                                    chunk_rows, softcap, need_hidden, need_weight, need_bias):
+    grad_hidden = hidden.new_empty(hidden.shape) if need_hidden else hidden.new_empty((0,))
+    grad_weight = weight.new_empty(weight.shape) if need_weight else weight.new_empty((0,))
+    grad_bias = bias.new_empty(bias.shape) if need_bias and bias is not None else weight.new_empty((0,))
+    return grad_hidden, grad_weight, grad_bias
+
+
+# ---------------------------------------------------------------- autograd
+
+
+def _setup_context(ctx, inputs, output):
+    hidden, weight, bias, targets, chunk_rows, with_entropy, softcap = inputs
+    _logp, entropy, lse = output
+    ctx.save_for_backward(hidden, weight, bias, targets, entropy, lse)
+    ctx.meta = (chunk_rows, softcap)
+    # lse is for the backward (and diagnostics); an entropy that was not asked for is an empty placeholder
+    ctx.mark_non_differentiable(lse)
+    if not with_entropy:
+        ctx.mark_non_differentiable(entropy)
+
+
+def _backward(ctx, grad_logp, grad_entropy, _grad_lse):
+    hidden, weight, bias, targets, entropy, lse = ctx.saved_tensors
+    chunk_rows, softcap = ctx.meta
+    need_hidden, need_weight, need_bias = ctx.needs_input_grad[:3]
+    if not (need_hidden or need_weight or need_bias) or (grad_logp is None and grad_entropy is None):
+        return None, None, None, None, None, None, None
+    gh, gw, gb = chunked_logprobs_backward(grad_logp, grad_entropy, hidden, weight, bias, targets, entropy, lse,
+                                           chunk_rows, softcap, need_hidden, need_weight, need_bias)
+    return (gh if need_hidden else None, gw if need_weight else None, gb if need_bias else None,
+            None, None, None, None)
+
+
+chunked_logprobs.register_autograd(_backward, setup_context=_setup_context)
