@@ -19,7 +19,9 @@ from typing import Any, Callable
 
 import torch
 import torch.fx as fx
+import torch.fx.experimental._config  # noqa: F401 - use_duck_shape, patched around the packed call
 
+from replaycompile.passes import mask_probe
 from replaycompile.passes.analysis import Decline, GraphAnalysis, analyze
 from replaycompile.passes.rewrite import PackedGraph, rewrite
 from replaycompile.passes.sink_slices import sink_slices
@@ -35,7 +37,8 @@ log = logging.getLogger("replaycompile")
 # CPU): the packed path was faster than the unpacked one even with no shared token (it drops padding and runs
 # causal attention per segment instead of a dense [B, 1, T, T] mask), so by default every batch is packed.
 DEFAULT_MIN_SHARED_TOKENS = 0
-# The attention mask of a graph is verified numerically (a B x T x T evaluation) for each new input shape.
+# A mask the structured probe cannot rewrite (passes/mask_probe.py) is verified by a full B x T x T evaluation,
+# once per input shape, up to this many elements; beyond it the graph is declined.
 MAX_MASK_PROBE_ELEMENTS = 1 << 28
 
 _OPTIONS: dict[str, tuple] = {
@@ -162,44 +165,6 @@ def _subgraph_module(gm: fx.GraphModule, masks: list) -> fx.GraphModule:
     return fx.GraphModule(gm, g)
 
 
-def _visible(mask: torch.Tensor) -> torch.Tensor | None:
-    if mask.dtype == torch.bool:
-        return mask
-    if mask.is_floating_point():
-        ok = (mask == 0) | (mask <= torch.finfo(mask.dtype).min / 2)
-        if not bool(ok.all()):
-            return None  # an additive bias (ALiBi, soft masks): not a visibility pattern
-        return mask == 0
-    return None
-
-
-def _mask_mismatch(vis: torch.Tensor, ref: torch.Tensor, qvalid: torch.Tensor) -> str:
-    """What a mask ``vis`` [B, H, T, T] that differs from causal-with-padding ``ref`` [B, T, T] does instead,
-    in words a user can act on (judged on the rows of real query tokens only)."""
-    rows = qvalid[:, None, :, None]
-    extra = vis & ~ref[:, None] & rows
-    missing = ~vis & ref[:, None] & rows
-    if bool(extra.any()):
-        _, _, q, k = extra.nonzero()[0].tolist()
-        return (f"query {q} sees key {k}" + (" after it" if k > q else " (a padding key)") +
-                " (a bidirectional or prefix-LM mask, or one that ignores padding)")
-    t = vis.shape[-1]
-    dist = torch.arange(t)[:, None] - torch.arange(t)[None, :]  # q - k
-    hidden = dist.expand_as(missing)[missing]
-    w = int(hidden.min())
-    # a window: exactly the causal pairs at distance >= w are hidden
-    if bool((missing == (ref[:, None] & rows & (dist >= w))).all()):
-        return f"a sliding window of {w} tokens (query q sees keys q-{w - 1}..q), shorter than the sequence"
-    _, _, q, k = missing.nonzero()[0].tolist()
-    return f"query {q} does not see key {k}, which a causal mask shows (a chunked or custom mask)"
-
-
-def _causal_padding(am: torch.Tensor) -> torch.Tensor:
-    t = am.shape[1]
-    causal = torch.ones(t, t, dtype=torch.bool).tril()
-    return causal[None] & am.bool()[:, None, :]
-
-
 def _token_input_shapes(ids: torch.Tensor, am, pos) -> str | None:
     """The graph accepts masks and positions whose batch size is a symbol of its own: check this call's."""
     if am is not None and tuple(am.shape) != tuple(ids.shape):
@@ -248,7 +213,11 @@ class ReplayGraph:
         # Dynamo's recompile index of this frame (0 on its first compile)
         self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
         self.packed: PackedGraph | None = None
-        self._probed: set = set()
+        self._probed: set = set()          # input shapes whose mask a full evaluation verified
+        self._mask_structured = None        # the mask subgraph on chosen positions (passes/mask_probe.py)
+        self._verified_len = 0              # the longest virtual sequence length verified structurally
+        self._length_limit: str | None = None  # why longer sequences than that are not packed
+        self.mask_verifications = 0         # how often a mask was verified (structured: once per graph)
         self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
         self._warned_below_threshold = False
         self._mask_gm = None
@@ -279,6 +248,8 @@ class ReplayGraph:
             masks = [s.mask for s in self.analysis.attention if s.mask is not None]
             if masks:
                 self._mask_gm = _subgraph_module(gm, masks)
+                self._mask_structured = mask_probe.structured_mask_module(
+                    gm, masks, self.analysis.seq, self.analysis.batch, self.analysis.attention_mask)
             bounds = [b for s in self.analysis.slices for b in (s.start, s.stop) if isinstance(b, fx.Node)]
             self._bounds_gm = _subgraph_module(gm, bounds) if bounds else None
 
@@ -360,47 +331,99 @@ class ReplayGraph:
         self._stats(False, reason, plan, args)
         return self.plain(*args)
 
-    def _check_masks(self, args, am) -> str | None:
-        """Verify numerically that every attention mask is causal-and-padding for this input shape."""
+    def _mask_args(self, args, probe):
+        call = list(args)
+        a = self.analysis
+        if a.attention_mask is not None:
+            call[self._pos[a.attention_mask]] = probe.to(args[self._pos[a.attention_mask]].dtype)
+        return call
+
+    def _structured_check(self, args, am, tv: int) -> str | None:
+        """The structured probe at virtual length ``tv``: None if causal-with-padding there."""
+        probe = mask_probe.padding_probes(tv) if am is not None else torch.ones(1, tv, dtype=torch.long)
+        index = mask_probe.probe_positions(tv, mask_probe.probe_boundaries(tv))
+        with torch.no_grad():
+            outs = self._mask_structured(*self._mask_args(args, probe), index, probe.shape[0])
+        return mask_probe.check_masks(outs, self._mask_sites(), probe, index, index)
+
+    def _check_masks(self, args, am) -> tuple[str | None, bool]:
+        """Verify that every attention mask is causal-with-padding. Returns (reason or None, for good).
+
+        Structured (passes/mask_probe.py): once per graph, at the call's length and a long virtual one. A mask
+        that is causal only up to some length (a sliding window) is located by bisection: calls up to that
+        length are packed, longer ones run unpacked. Otherwise a full B x T x T evaluation per input shape."""
         if self._mask_gm is None:
-            return None
+            return None, False
         ids = args[self._pos[self.analysis.ids]]
+        b, t = ids.shape
+        if self._mask_structured is not None:
+            if t <= self._verified_len:
+                return None, False
+            if self._length_limit is not None:
+                return self._length_limit, False
+            try:
+                hi = max(t, mask_probe.LONG_CONTEXT)
+                why = self._structured_check(args, am, hi)
+                if why is None:
+                    self._verified_len = hi
+                else:
+                    lo, bad = 0, hi  # causal at lo (vacuous at 0), not at bad
+                    while bad - lo > 1:
+                        mid = (lo + bad) // 2
+                        if self._structured_check(args, am, mid) is None:
+                            lo = mid
+                        else:
+                            bad = mid
+                    self._verified_len = lo
+                    if lo < 2:
+                        return why, True
+                    self._length_limit = (f"{why}; sequences up to {lo} tokens are causal-with-padding under "
+                                          f"this mask and are packed, this one has {{t}}")
+            except Exception:  # noqa: BLE001 - not evaluable on chosen positions: verify in full
+                log.debug("replay: structured mask probe failed; verifying in full", exc_info=True)
+                self._mask_structured = None
+                return self._check_masks(args, am)
+            self.mask_verifications += 1
+            if t > self._verified_len:
+                return self._length_limit.format(t=t), False
+            return None, False
         key = tuple(ids.shape)
         if key in self._probed:
-            return None
-        b, t = ids.shape
+            return None, False
         if b * t * t > MAX_MASK_PROBE_ELEMENTS:
-            return (f"sequence length {t} x batch {b} is too large to verify the model's attention mask "
-                    f"({b * t * t} elements > {MAX_MASK_PROBE_ELEMENTS})")
-        probes = [am] if am is not None else [None]
+            return (f"sequence length {t} x batch {b} is too large to verify the model's attention mask in full "
+                    f"({b * t * t} elements > {MAX_MASK_PROBE_ELEMENTS}), and the mask uses the sequence length "
+                    f"in a way the structured probe cannot follow"), True
+        probes = [am if am is not None else torch.ones(b, t, dtype=torch.long)]
         if am is not None:
             gen = torch.Generator().manual_seed(0)
             lens = torch.randint(1, t + 1, (b,), generator=gen)
-            left = (torch.arange(t)[None] >= (t - lens)[:, None]).to(am.dtype)
-            right = (torch.arange(t)[None] < lens[:, None]).to(am.dtype)
-            probes += [left, right]
+            probes += [(torch.arange(t)[None] >= (t - lens)[:, None]).long(),
+                       (torch.arange(t)[None] < lens[:, None]).long()]
+        every = torch.arange(t)
         with torch.no_grad():
             for probe in probes:
-                call = list(args)
-                if probe is not None:
-                    call[self._pos[self.analysis.attention_mask]] = probe
-                outs = self._mask_gm(*call)
-                ref = _causal_padding(probe if probe is not None else torch.ones(b, t, dtype=torch.long))
-                qvalid = (probe if probe is not None else torch.ones(b, t)).bool()
-                for site, m in zip([s for s in self.analysis.attention if s.mask is not None], outs):
-                    vis = _visible(m)
-                    if vis is None:
-                        return (f"attention at node `{site.node.name}` adds a bias to its scores (not a 0/-inf "
-                                f"mask), which packing cannot preserve")
-                    if vis.dim() > 4 or tuple(vis.shape[-2:]) != (t, t):
-                        return f"attention mask at node `{site.node.name}` is not [batch, heads, q, k]"
-                    vis = vis.reshape((1,) * (4 - vis.dim()) + tuple(vis.shape)).expand(b, -1, t, t)
-                    ok = (vis == ref[:, None]) | ~qvalid[:, None, :, None]
-                    if not bool(ok.all()):
-                        return (f"attention mask at node `{site.node.name}` is not causal-with-padding: "
-                                f"{_mask_mismatch(vis, ref, qvalid)}; shared prefixes cannot be computed once")
+                outs = self._mask_gm(*self._mask_args(args, probe))
+                why = mask_probe.check_masks(outs, self._mask_sites(), probe, every, every)
+                if why is not None:
+                    return why, True
         self._probed.add(key)
-        return None
+        self.mask_verifications += 1
+        return None, False
+
+    def _check_real_mask(self, args, am) -> str | None:
+        """A padding mask with holes is outside what the structured probe stands for: evaluate the model's
+        mask on it in full (this call only), within the size limit."""
+        b, t = am.shape
+        if b * t * t > MAX_MASK_PROBE_ELEMENTS:
+            return (f"{mask_probe.padding_runs(am)}: only left/right padding is verified at this length "
+                    f"({b * t * t} elements > {MAX_MASK_PROBE_ELEMENTS}); running unpacked")
+        with torch.no_grad():
+            outs = self._mask_gm(*self._mask_args(args, am))
+        return mask_probe.check_masks(outs, self._mask_sites(), am, torch.arange(t), torch.arange(t))
+
+    def _mask_sites(self):
+        return [s for s in self.analysis.attention if s.mask is not None]
 
     def __call__(self, *args):
         if not self.candidate:
@@ -414,9 +437,16 @@ class ReplayGraph:
         why = _token_input_shapes(ids, am, pos)
         if why is not None:
             return self._fallback(why, args)
-        why = self._check_masks(args, am)
+        if am is not None:  # O(B * T), every call: what the mask verification assumes of the padding mask
+            why = mask_probe.mask_values(am)
+            if why is None and self._mask_gm is not None and mask_probe.padding_runs(am) is not None:
+                why = self._check_real_mask(args, am)
+            if why is not None:
+                return self._fallback(why, args)
+        why, for_good = self._check_masks(args, am)
         if why is not None:
-            self.reason = why
+            if for_good:
+                self.reason = why
             return self._fallback(why, args)
         plan = build_plan(ids, am, pos)
         saved = plan.tokens_in - plan.num_packed
@@ -454,7 +484,10 @@ class ReplayGraph:
         try:
             # capture_scalar_outputs: with dynamic=True Dynamo passes float module attributes as 0-d tensors
             # read by .item(); a graph break there would run the packed forward op by op
-            with torch._dynamo.config.patch(capture_scalar_outputs=True):
+            # use_duck_shape off: plan sizes that happen to be equal in the first call (a slice's width and the
+            # batch size, say) would otherwise share one symbol, and the next batch would recompile
+            with torch._dynamo.config.patch(capture_scalar_outputs=True), \
+                    torch.fx.experimental._config.patch(use_duck_shape=False):
                 out = self._packed_fn()(*args, *extra)
         except Exception as e:  # noqa: BLE001
             if not first:

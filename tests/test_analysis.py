@@ -217,48 +217,123 @@ def test_mistral_sliding_window_crossing_is_declined():
                                rtol=1e-5, atol=1e-5)
 
 
-def test_mask_is_probed_once_per_shape_and_large_shapes_are_declined(monkeypatch):
-    """The mask is verified once per input shape (a new shape probes again), and a B x T x T probe above the
-    size limit declines the graph rather than allocate it."""
+class TrilMaskLM(nn.Module):
+    """Builds its mask from ``ones(T, T).tril()``: T is used as a value, which the structured probe does not
+    follow, so the mask is verified in full."""
+
+    def __init__(self):
+        super().__init__()
+        self.base = TinyLM("causal")
+
+    def forward(self, ids, am):
+        t = ids.shape[1]
+        mask = torch.ones(t, t, dtype=torch.bool).tril()[None, None] & am.bool()[:, None, None, :]
+        x = self.base.emb(ids)
+        x = x + self.base.attend(x, mask=mask)
+        return self.base.head(x)
+
+
+def _replay_graphs(monkeypatch):
+    import replaycompile.backend as backend
+    from helpers import instances_of
+    return instances_of(monkeypatch, backend.ReplayGraph)
+
+
+def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch):
+    """HF's mask is verified on chosen positions (passes/mask_probe.py): once per graph for every later length,
+    never by a B x T x T evaluation (a size limit of 0 elements does not matter)."""
     import replaycompile.backend as backend
 
-    made = []
-    orig = backend._subgraph_module
-
-    def counting(gm, nodes):
-        sub = orig(gm, nodes)
-        calls = []
-        made.append(calls)
-
-        def call(*a):
-            calls.append(a)
-            return sub(*a)
-        return call
-
-    monkeypatch.setattr(backend, "_subgraph_module", counting)
+    graphs = _replay_graphs(monkeypatch)
+    monkeypatch.setattr(backend, "MAX_MASK_PROBE_ELEMENTS", 0)
     model = tiny_model("qwen3")
-    compiled = torch.compile(model, backend="replay", options=AOT, dynamic=True)
+    compiled = torch.compile(model, backend="replay", options=AOT)
+    for i in range(6):
+        ids, am, _, _ = group_batch(prompt_len=8 + 3 * i, seed=i)
+        y = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
+        assert replaycompile.last_stats()["applied"], replaycompile.last_stats()
+    ref = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+    torch.testing.assert_close(y[am.bool()], ref[am.bool()], rtol=1e-5, atol=1e-5)
+    assert 1 <= len(graphs) <= 2  # static, then dynamic
+    assert all(g._mask_structured is not None and g.mask_verifications == 1 for g in graphs)
 
-    def call(prompt_len):
+
+def test_sliding_window_is_found_at_long_virtual_lengths_and_short_batches_still_pack(monkeypatch):
+    """Mistral with a 64-token window: the first batch (T < 64) is causal and packed, and the window is found
+    by the probe at long virtual lengths right away; a batch longer than the window runs unpacked (exact, the
+    reason names the window), a short one after it packs again. A 4096-token window is located from T=18."""
+    graphs = _replay_graphs(monkeypatch)
+    model = tiny_model("mistral", sliding_window=64)
+    compiled = torch.compile(model, backend="replay", options=AOT)
+    for prompt_len, packed in ((30, True), (90, False), (40, True)):
         ids, am, _, _ = group_batch(prompt_len=prompt_len)
-        return ids, am, compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
-
-    for _ in range(3):
-        call(10)
+        y = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
+        st = replaycompile.last_stats()
+        assert st["applied"] == packed, st
+        if not packed:
+            assert "a sliding window of 64 tokens" in st["fallback_reason"], st
+            assert "sequences up to 64 tokens" in st["fallback_reason"], st
+        ref = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+        torch.testing.assert_close(y[am.bool()], ref[am.bool()], rtol=1e-5, atol=1e-5)
+    assert graphs[0]._verified_len == 64
+    torch._dynamo.reset()
+    model = tiny_model("mistral", sliding_window=4096)
+    ids, am, _, _ = group_batch()
+    torch.compile(model, backend="replay", options=AOT)(input_ids=ids, attention_mask=am, use_cache=False)
     assert replaycompile.last_stats()["applied"]
-    (probes,) = made  # one mask module (no symbolic slice bounds here)
-    assert len(probes) == 3  # the real mask, then a left- and a right-padded probe
-    call(12)
-    call(12)
-    assert len(probes) == 6, "a new shape is probed once"
-    ids, _, _, _ = group_batch(prompt_len=14)
-    monkeypatch.setattr(backend, "MAX_MASK_PROBE_ELEMENTS", ids.shape[0] * ids.shape[1] ** 2 - 1)
-    ids, am, y = call(14)
+    assert graphs[-1]._verified_len == 4096 and "a sliding window of 4096 tokens" in graphs[-1]._length_limit
+
+
+def test_unstructured_mask_is_verified_in_full_per_shape_and_large_shapes_are_declined(monkeypatch):
+    """A mask built with ones(T, T).tril(): verified by a full evaluation once per input shape; past the size
+    limit the graph is declined rather than allocate B x T x T."""
+    import replaycompile.backend as backend
+
+    graphs = _replay_graphs(monkeypatch)
+    model = TrilMaskLM()
+    compiled = torch.compile(model, backend="replay", options=AOT, dynamic=True)
+    ids, am = left_padded()
+    for _ in range(2):
+        compiled(ids, am)
+    assert replaycompile.last_stats()["applied"], replaycompile.last_stats()
+    (g,) = graphs
+    assert g._mask_structured is None and g.mask_verifications == 1
+    ids2, am2 = left_padded(prompt=9)
+    compiled(ids2, am2)
+    assert g.mask_verifications == 2, "a new shape is verified once"
+    ids3, am3 = left_padded(prompt=11)
+    monkeypatch.setattr(backend, "MAX_MASK_PROBE_ELEMENTS", ids3.shape[0] * ids3.shape[1] ** 2 - 1)
+    y = compiled(ids3, am3)
     st = replaycompile.last_stats()
     assert not st["applied"] and "too large to verify the model's attention mask" in st["fallback_reason"], st
-    valid = am.bool()
-    ref = model(input_ids=ids, attention_mask=am, use_cache=False).logits
-    torch.testing.assert_close(y[valid], ref[valid], rtol=1e-5, atol=1e-5)
+    valid = am3.bool()
+    torch.testing.assert_close(y[valid], model(ids3, am3)[valid], rtol=1e-5, atol=1e-5)
+
+
+def test_attention_mask_values_and_holes_are_checked_every_call():
+    """Each call's attention_mask: a value other than 0/1 runs unpacked and names the entry; padding between
+    real tokens is verified on that mask in full (HF's mask handles it: packed and exact); a row of padding
+    only is legitimate and packs."""
+    model = tiny_model("qwen3")
+    compiled = torch.compile(model, backend="replay", options=AOT)
+    ids, am, _, _ = group_batch()
+    cases = []
+    two = am.clone()
+    two[1, 5] = 2
+    cases.append((two, False, "attention_mask[1, 5] = 2"))
+    hole = am.clone()
+    hole[2, 6] = 0
+    cases.append((hole, True, None))
+    empty = am.clone()
+    empty[3] = 0
+    cases.append((empty, True, None))
+    for mask, packed, words in cases:
+        y = compiled(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        st = replaycompile.last_stats()
+        assert st["applied"] == packed and (words is None or words in st["fallback_reason"]), st
+        ref = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        valid = mask.bool()
+        torch.testing.assert_close(y[valid], ref[valid], rtol=1e-5, atol=1e-5)
 
 
 def test_graph_without_attention_passes_through_silently():

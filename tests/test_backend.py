@@ -241,18 +241,23 @@ def test_generate_and_decode_pass_through():
 
 
 def test_shapes_change_every_call_compiles_at_most_twice(replay_graphs):
-    """20 batches of different lengths and packed sizes: the outer graph compiles at most twice (static,
-    then dynamic), and each packed graph once."""
+    """20 RL batches of different lengths, group sizes, completion lengths and tree shapes: the outer graph
+    compiles at most twice (static, then dynamic), each packed graph once, and each graph verifies its
+    attention mask once (counters, not time)."""
     model = tiny_model("qwen3")
     compiled = torch.compile(step_loss, backend="replay", options=AOT)
     for i in range(20):
-        ids, am, adv, p = group_batch(prompt_len=8 + i % 5, lens=(2 + i % 3, 4, 1 + i % 4), seed=i)
+        lens = (2 + i % 3, 4, 1 + i % 4, 3)[: 2 + i % 3]
+        ids, am, adv, p = group_batch(prompt_len=8 + i % 5, lens=lens, seed=i, left_pad=i % 3)
+        if i % 4 == 3:  # a tree: two rows share a completion stem
+            ids[1, p:p + 2] = ids[0, p:p + 2]
         ref = run(step_loss, model, ids, am, adv, p)
         got = run(compiled, model, ids, am, adv, p)
         assert_same_step(ref, got)
         assert replaycompile.last_stats()["applied"]
     assert len(replay_graphs) <= 2, f"{len(replay_graphs)} outer compilations"
     assert sum(g._inner.compiles for g in replay_graphs) <= 2
+    assert all(g.mask_verifications == 1 for g in replay_graphs), [g.mask_verifications for g in replay_graphs]
     assert replaycompile.last_stats()["recompiles"] == len(replay_graphs) - 1  # the static-to-dynamic one
 
 
