@@ -82,6 +82,34 @@ def _equals(x, size) -> bool:
 _SIZE_METHODS = ("expand", "view", "reshape")
 
 
+def upstream(nodes) -> set:
+    """``nodes`` and every node they are computed from."""
+    needed: set = set()
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if n in needed:
+            continue
+        needed.add(n)
+        stack.extend(n.all_input_nodes)
+    return needed
+
+
+def subgraph_module(gm: fx.GraphModule, outputs: list) -> fx.GraphModule:
+    """A module computing just ``outputs`` (attention masks, symbolic slice bounds) from the graph's inputs."""
+    needed = upstream(outputs)
+    g = fx.Graph()
+    env: dict = {}
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            env[n] = g.placeholder(n.name)
+        elif n in needed:
+            env[n] = g.node_copy(n, lambda x: env[x])
+            env[n].meta = {}
+    g.output(tuple(env[m] for m in outputs))
+    return fx.GraphModule(gm, g)
+
+
 def structured_mask_module(gm: fx.GraphModule, masks: list, seq, batch, attention_mask: fx.Node | None
                            ) -> fx.GraphModule | None:
     """A module computing ``masks`` from the graph's inputs plus two last inputs, ``rc_index`` (a sorted int64
@@ -89,14 +117,7 @@ def structured_mask_module(gm: fx.GraphModule, masks: list, seq, batch, attentio
     were S and the batch had rc_batch rows. None if T reaches the mask other than through ``arange(T)`` and the
     sizes of expands and views, or if a tensor input other than ``attention_mask`` (token ids, positions) feeds
     the mask (its length is the real T)."""
-    needed: set = set()
-    stack = list(masks)
-    while stack:
-        n = stack.pop()
-        if n in needed:
-            continue
-        needed.add(n)
-        stack.extend(n.all_input_nodes)
+    needed = upstream(masks)
     for n in needed:
         if n.op == "placeholder" and isinstance(_value(n), torch.Tensor) and n is not attention_mask:
             return None

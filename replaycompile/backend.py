@@ -143,28 +143,6 @@ class _CountingBackend:
 
 # ------------------------------------------------------------------------------------------------ mask probe
 
-def _subgraph_module(gm: fx.GraphModule, masks: list) -> fx.GraphModule:
-    """A module computing just ``masks`` (attention masks, symbolic slice bounds) from the graph's inputs."""
-    g = fx.Graph()
-    env: dict = {}
-    needed: set = set()
-    stack = list(masks)
-    while stack:
-        n = stack.pop()
-        if n in needed:
-            continue
-        needed.add(n)
-        stack.extend(n.all_input_nodes)
-    for n in gm.graph.nodes:
-        if n.op == "placeholder":
-            env[n] = g.placeholder(n.name)
-        elif n in needed:
-            env[n] = g.node_copy(n, lambda x: env[x])
-            env[n].meta = {}
-    g.output(tuple(env[m] for m in masks))
-    return fx.GraphModule(gm, g)
-
-
 def _token_input_shapes(ids: torch.Tensor, am, pos) -> str | None:
     """The graph accepts masks and positions whose batch size is a symbol of its own: check this call's."""
     if am is not None and tuple(am.shape) != tuple(ids.shape):
@@ -216,7 +194,8 @@ class ReplayGraph:
         self._probed: set = set()          # input shapes whose mask a full evaluation verified
         self._mask_structured = None        # the mask subgraph on chosen positions (passes/mask_probe.py)
         self._verified_len = 0              # the longest virtual sequence length verified structurally
-        self._length_limit: str | None = None  # why longer sequences than that are not packed
+        self._length_limit: str | None = None  # why sequences longer than that are not packed
+        self._mask_sites: list = []
         self.mask_verifications = 0         # how often a mask was verified (structured: once per graph)
         self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
         self._warned_below_threshold = False
@@ -245,13 +224,14 @@ class ReplayGraph:
             else:
                 log.debug("replay: passing graph through: %s", self.reason)
         else:
-            masks = [s.mask for s in self.analysis.attention if s.mask is not None]
+            self._mask_sites = [s for s in self.analysis.attention if s.mask is not None]
+            masks = [s.mask for s in self._mask_sites]
             if masks:
-                self._mask_gm = _subgraph_module(gm, masks)
+                self._mask_gm = mask_probe.subgraph_module(gm, masks)
                 self._mask_structured = mask_probe.structured_mask_module(
                     gm, masks, self.analysis.seq, self.analysis.batch, self.analysis.attention_mask)
             bounds = [b for s in self.analysis.slices for b in (s.start, s.stop) if isinstance(b, fx.Node)]
-            self._bounds_gm = _subgraph_module(gm, bounds) if bounds else None
+            self._bounds_gm = mask_probe.subgraph_module(gm, bounds) if bounds else None
 
     def _attention_blocks(self, example_inputs) -> tuple[int, int] | None:
         """Block sizes of the Triton tree attention, or None for the PyTorch path.
@@ -344,7 +324,7 @@ class ReplayGraph:
         index = mask_probe.probe_positions(tv, mask_probe.probe_boundaries(tv))
         with torch.no_grad():
             outs = self._mask_structured(*self._mask_args(args, probe), index, probe.shape[0])
-        return mask_probe.check_masks(outs, self._mask_sites(), probe, index, index)
+        return mask_probe.check_masks(outs, self._mask_sites, probe, index, index)
 
     def _check_masks(self, args, am) -> tuple[str | None, bool]:
         """Verify that every attention mask is causal-with-padding. Returns (reason or None, for good).
@@ -360,7 +340,7 @@ class ReplayGraph:
             if t <= self._verified_len:
                 return None, False
             if self._length_limit is not None:
-                return self._length_limit, False
+                return f"{self._length_limit}, this one has {t}", False
             try:
                 hi = max(t, mask_probe.LONG_CONTEXT)
                 why = self._structured_check(args, am, hi)
@@ -378,14 +358,14 @@ class ReplayGraph:
                     if lo < 2:
                         return why, True
                     self._length_limit = (f"{why}; sequences up to {lo} tokens are causal-with-padding under "
-                                          f"this mask and are packed, this one has {{t}}")
+                                          f"this mask and are packed")
             except Exception:  # noqa: BLE001 - not evaluable on chosen positions: verify in full
                 log.debug("replay: structured mask probe failed; verifying in full", exc_info=True)
                 self._mask_structured = None
                 return self._check_masks(args, am)
             self.mask_verifications += 1
             if t > self._verified_len:
-                return self._length_limit.format(t=t), False
+                return f"{self._length_limit}, this one has {t}", False
             return None, False
         key = tuple(ids.shape)
         if key in self._probed:
@@ -400,30 +380,29 @@ class ReplayGraph:
             lens = torch.randint(1, t + 1, (b,), generator=gen)
             probes += [(torch.arange(t)[None] >= (t - lens)[:, None]).long(),
                        (torch.arange(t)[None] < lens[:, None]).long()]
-        every = torch.arange(t)
-        with torch.no_grad():
-            for probe in probes:
-                outs = self._mask_gm(*self._mask_args(args, probe))
-                why = mask_probe.check_masks(outs, self._mask_sites(), probe, every, every)
-                if why is not None:
-                    return why, True
+        for probe in probes:
+            why = self._full_check(args, probe)
+            if why is not None:
+                return why, True
         self._probed.add(key)
         self.mask_verifications += 1
         return None, False
 
-    def _check_real_mask(self, args, am) -> str | None:
+    def _full_check(self, args, probe) -> str | None:
+        """The model's mask evaluated on every (q, k) pair with ``probe`` as the padding mask."""
+        every = torch.arange(probe.shape[1])
+        with torch.no_grad():
+            outs = self._mask_gm(*self._mask_args(args, probe))
+        return mask_probe.check_masks(outs, self._mask_sites, probe, every, every)
+
+    def _check_mask_with_holes(self, args, am, holes: str) -> str | None:
         """A padding mask with holes is outside what the structured probe stands for: evaluate the model's
         mask on it in full (this call only), within the size limit."""
         b, t = am.shape
         if b * t * t > MAX_MASK_PROBE_ELEMENTS:
-            return (f"{mask_probe.padding_runs(am)}: only left/right padding is verified at this length "
+            return (f"{holes}: only left/right padding is verified at this length "
                     f"({b * t * t} elements > {MAX_MASK_PROBE_ELEMENTS}); running unpacked")
-        with torch.no_grad():
-            outs = self._mask_gm(*self._mask_args(args, am))
-        return mask_probe.check_masks(outs, self._mask_sites(), am, torch.arange(t), torch.arange(t))
-
-    def _mask_sites(self):
-        return [s for s in self.analysis.attention if s.mask is not None]
+        return self._full_check(args, am)
 
     def __call__(self, *args):
         if not self.candidate:
@@ -439,8 +418,9 @@ class ReplayGraph:
             return self._fallback(why, args)
         if am is not None:  # O(B * T), every call: what the mask verification assumes of the padding mask
             why = mask_probe.mask_values(am)
-            if why is None and self._mask_gm is not None and mask_probe.padding_runs(am) is not None:
-                why = self._check_real_mask(args, am)
+            holes = mask_probe.padding_runs(am) if why is None and self._mask_gm is not None else None
+            if holes is not None:
+                why = self._check_mask_with_holes(args, am, holes)
             if why is not None:
                 return self._fallback(why, args)
         why, for_good = self._check_masks(args, am)

@@ -26,3 +26,12 @@ def _fresh_dynamo():
     which would let one test's shapes decide another's graphs."""
     torch._dynamo.reset()
     yield
+
+
+@pytest.fixture
+def replay_graphs(monkeypatch):
+    """Every ReplayGraph the backend builds during the test."""
+    import replaycompile.backend as backend
+    from helpers import instances_of
+
+    return instances_of(monkeypatch, backend.ReplayGraph)

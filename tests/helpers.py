@@ -104,3 +104,21 @@ def instances_of(monkeypatch, cls) -> list:
 
     monkeypatch.setattr(cls, "__init__", spy)
     return made
+
+
+def largest_tensor_mode():
+    """A dispatch mode recording the largest number of elements of any tensor an aten op outputs under it
+    (``mode.numel``): the memory promises (never N x N, never [M, V]) are checked with it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class LargestTensor(TorchDispatchMode):
+        numel = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    self.numel = max(self.numel, t.numel())
+            return out
+
+    return LargestTensor()

@@ -233,18 +233,12 @@ class TrilMaskLM(nn.Module):
         return self.base.head(x)
 
 
-def _replay_graphs(monkeypatch):
-    import replaycompile.backend as backend
-    from helpers import instances_of
-    return instances_of(monkeypatch, backend.ReplayGraph)
-
-
-def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch):
+def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch, replay_graphs):
     """HF's mask is verified on chosen positions (passes/mask_probe.py): once per graph for every later length,
     never by a B x T x T evaluation (a size limit of 0 elements does not matter)."""
     import replaycompile.backend as backend
 
-    graphs = _replay_graphs(monkeypatch)
+    graphs = replay_graphs
     monkeypatch.setattr(backend, "MAX_MASK_PROBE_ELEMENTS", 0)
     model = tiny_model("qwen3")
     compiled = torch.compile(model, backend="replay", options=AOT)
@@ -258,11 +252,11 @@ def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch):
     assert all(g._mask_structured is not None and g.mask_verifications == 1 for g in graphs)
 
 
-def test_sliding_window_is_found_at_long_virtual_lengths_and_short_batches_still_pack(monkeypatch):
+def test_sliding_window_is_found_at_long_virtual_lengths_and_short_batches_still_pack(replay_graphs):
     """Mistral with a 64-token window: the first batch (T < 64) is causal and packed, and the window is found
     by the probe at long virtual lengths right away; a batch longer than the window runs unpacked (exact, the
     reason names the window), a short one after it packs again. A 4096-token window is located from T=18."""
-    graphs = _replay_graphs(monkeypatch)
+    graphs = replay_graphs
     model = tiny_model("mistral", sliding_window=64)
     compiled = torch.compile(model, backend="replay", options=AOT)
     for prompt_len, packed in ((30, True), (90, False), (40, True)):
@@ -273,6 +267,7 @@ def test_sliding_window_is_found_at_long_virtual_lengths_and_short_batches_still
         if not packed:
             assert "a sliding window of 64 tokens" in st["fallback_reason"], st
             assert "sequences up to 64 tokens" in st["fallback_reason"], st
+            assert f"this one has {ids.shape[1]}" in st["fallback_reason"], st
         ref = model(input_ids=ids, attention_mask=am, use_cache=False).logits
         torch.testing.assert_close(y[am.bool()], ref[am.bool()], rtol=1e-5, atol=1e-5)
     assert graphs[0]._verified_len == 64
@@ -284,12 +279,12 @@ def test_sliding_window_is_found_at_long_virtual_lengths_and_short_batches_still
     assert graphs[-1]._verified_len == 4096 and "a sliding window of 4096 tokens" in graphs[-1]._length_limit
 
 
-def test_unstructured_mask_is_verified_in_full_per_shape_and_large_shapes_are_declined(monkeypatch):
+def test_unstructured_mask_is_verified_in_full_per_shape_and_large_shapes_are_declined(monkeypatch, replay_graphs):
     """A mask built with ones(T, T).tril(): verified by a full evaluation once per input shape; past the size
     limit the graph is declined rather than allocate B x T x T."""
     import replaycompile.backend as backend
 
-    graphs = _replay_graphs(monkeypatch)
+    graphs = replay_graphs
     model = TrilMaskLM()
     compiled = torch.compile(model, backend="replay", options=AOT, dynamic=True)
     ids, am = left_padded()

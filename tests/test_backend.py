@@ -10,19 +10,12 @@ import textwrap
 
 import pytest
 import torch
-from helpers import AOT, assert_same_step, group_batch, grpo_loss, instances_of, run, step_loss, unique_prefix_tokens
+from helpers import AOT, assert_same_step, group_batch, grpo_loss, run, step_loss, unique_prefix_tokens
 from hypothesis import given, settings
 from strategies import rollout_batches
 
 import replaycompile
-import replaycompile.backend as backend
 from replaycompile.models import FAMILIES, tiny_model
-
-
-@pytest.fixture
-def replay_graphs(monkeypatch):
-    """Every ReplayGraph the backend builds during the test."""
-    return instances_of(monkeypatch, backend.ReplayGraph)
 
 
 def compiled_step(compiled, keep=None):

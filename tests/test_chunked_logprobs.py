@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import largest_tensor_mode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -209,25 +210,14 @@ def test_compiled_dynamic_rows():
 def test_no_rows_by_vocab_tensor():
     """The promise of the op: forward and backward never create a tensor of M x V elements, only chunk x V.
     Every aten op the two ops' Python bodies run is recorded by a dispatch mode."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
     m, chunk, v, h = 256, 32, 1000, 16
     hidden, weight, b, targets, g_logp, g_ent = make_inputs(m, h=h, v=v, seed=19)
 
-    class Largest(TorchDispatchMode):
-        numel = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in out if isinstance(out, (tuple, list)) else (out,):
-                if isinstance(t, torch.Tensor):
-                    Largest.numel = max(Largest.numel, t.numel())
-            return out
-
-    with Largest():
+    largest = largest_tensor_mode()
+    with largest:
         logp, ent, lse = chunked_logprobs._init_fn(hidden, weight, b, targets, chunk, True, 0.0)
         grads = chunked_logprobs_backward._init_fn(g_logp, g_ent, hidden, weight, b, targets, ent, lse, chunk, 0.0,
                                                    True, True, True)
     assert all(torch.isfinite(x).all() for x in (logp, ent, *grads))
-    assert Largest.numel >= chunk * v  # the recorder sees the chunk-level logits
-    assert Largest.numel <= max(chunk * v, v * h) < m * v // 4, (Largest.numel, m * v)
+    assert largest.numel >= chunk * v  # the recorder sees the chunk-level logits
+    assert largest.numel <= max(chunk * v, v * h) < m * v // 4, (largest.numel, m * v)

@@ -12,6 +12,7 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import largest_tensor_mode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -278,8 +279,6 @@ def test_no_n_by_n_tensor():
     """The README's "never an N x N mask": the CPU path, forward and backward, creates no tensor of N x N
     elements (it works per branch segment: seg_len x visible keys). Every aten op the two kernels run is
     recorded (the ops' Python bodies run under a dispatch mode, so their insides are seen)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
     from replaycompile.kernels.tree_attention import tree_attention_backward
 
     prompt, g, own = 1024, 8, 32
@@ -287,21 +286,12 @@ def test_no_n_by_n_tensor():
     n = tree.n
     q, k, v = make_qkv(n, 2, 1, 16, 16, torch.float32, 0)
 
-    class Largest(TorchDispatchMode):
-        numel = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in out if isinstance(out, (tuple, list)) else (out,):
-                if isinstance(t, torch.Tensor):
-                    Largest.numel = max(Largest.numel, t.numel())
-            return out
-
-    with Largest():
+    largest = largest_tensor_mode()
+    with largest:
         out, lse = tree_attention._init_fn(q, k, v, *tree.meta(), 0.25, *TORCH_PATH)
         grads = tree_attention_backward._init_fn(torch.ones_like(out), q, k, v, out, lse, *tree.meta(), 0.25,
                                                  *TORCH_PATH)
     assert all(torch.isfinite(x).all() for x in grads)
     largest_segment = own * (prompt + own)  # a branch's queries x its visible keys
-    assert Largest.numel >= largest_segment  # the recorder sees the segment-level tensors
-    assert Largest.numel <= max(largest_segment, q.numel()) < n * n // 8, (Largest.numel, n * n)
+    assert largest.numel >= largest_segment  # the recorder sees the segment-level tensors
+    assert largest.numel <= max(largest_segment, q.numel()) < n * n // 8, (largest.numel, n * n)
