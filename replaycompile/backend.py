@@ -24,6 +24,7 @@ import torch.fx.experimental._config  # noqa: F401 - use_duck_shape, patched aro
 from replaycompile.passes import mask_probe
 from replaycompile.passes.analysis import Decline, GraphAnalysis, analyze
 from replaycompile.passes.rewrite import PackedGraph, rewrite
+from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.sink_slices import sink_slices
 
 from replaycompile.kernels.block_sparse_attention import default_blocks
@@ -203,6 +204,7 @@ class ReplayGraph:
         self._bounds_gm = None
         try:
             sink_slices(gm)  # semantics-preserving: the LM head after the loss's slice, not before it
+            inline_checkpoints(gm)  # semantics-preserving: activation-checkpoint regions become plain nodes
             self.analysis: GraphAnalysis = analyze(gm)
             self.reason = self.analysis.reason
             if self.reason is None:

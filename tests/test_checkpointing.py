@@ -1,0 +1,93 @@
+"""HF activation checkpointing (``model.gradient_checkpointing_enable()``) under the replay backend: packed and
+exact in every mode. Dynamo traces each checkpointed layer as a ``tag_activation_checkpoint`` higher-order op
+(for ``use_reentrant=True`` too); ``passes/inline_checkpoint.py`` inlines the bodies before the analysis."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import AOT, assert_same_step, group_batch, run, step_loss, unique_prefix_tokens
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint
+
+import replaycompile
+import replaycompile.backend as backend
+from replaycompile.models import tiny_model
+from replaycompile.passes.inline_checkpoint import inline_checkpoints
+
+MODES = {"default": None, "non_reentrant": {"use_reentrant": False}, "reentrant": {"use_reentrant": True}}
+
+
+def checkpointed_model(mode):
+    model = tiny_model("qwen3")  # dropout probabilities 0
+    model.train()  # HF skips checkpointing in eval mode
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=MODES[mode])
+    return model
+
+
+def regions_inlined() -> int:
+    return torch._dynamo.utils.counters["replay"]["checkpoint_regions_inlined"]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_checkpointed_step_is_packed_and_exact(mode):
+    """Loss and every parameter gradient equal eager's with the same checkpointing; the step is packed."""
+    model = checkpointed_model(mode)
+    ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
+    ref = run(step_loss, model, ids, am, adv, p)
+    before = regions_inlined()
+    got = run(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["fallback_reason"] is None, st
+    assert st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st
+    assert regions_inlined() - before == model.config.num_hidden_layers  # one region per decoder layer
+    assert_same_step(ref, got)
+
+
+def test_unpacked_fallback_keeps_recompute_tags(monkeypatch):
+    """A batch run unpacked (below min_shared_tokens) compiles the inlined graph as it is: its nodes still carry
+    the recompute policy AOT autograd's partitioner honours, so checkpointing still saves activation memory
+    there; results equal eager's."""
+    model = checkpointed_model("non_reentrant")
+    ids, am, adv, p = group_batch()
+    tagged = []
+    inner = backend._CountingBackend.__call__
+
+    def spy(self, gm, example_inputs):
+        tagged.append({n.meta["ac_graph_id"] for n in gm.graph.nodes
+                       if n.meta.get("recompute") == CheckpointPolicy.PREFER_RECOMPUTE})
+        return inner(self, gm, example_inputs)
+
+    monkeypatch.setattr(backend._CountingBackend, "__call__", spy)
+    ref = run(step_loss, model, ids, am, adv, p)
+    opts = {**AOT, "min_shared_tokens": 10**9}
+    got = run(torch.compile(step_loss, backend="replay", options=opts), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert not st["applied"] and "min_shared_tokens" in st["fallback_reason"], st
+    (regions,) = tagged
+    assert len(regions) == model.config.num_hidden_layers
+    assert_same_step(ref, got)
+
+
+def test_inline_pass_flattens_nested_regions():
+    """The pass on its own: nested checkpoints become plain tagged nodes, no higher-order op or body left."""
+    def inner(y):
+        return torch.sin(y) * 2
+
+    def fn(x, w):
+        return checkpoint(lambda y: checkpoint(inner, y, use_reentrant=False).cos() @ w, x, use_reentrant=False)
+
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    x, w = torch.randn(3, 4), torch.randn(4, 2)
+    torch.compile(fn, backend=capture, fullgraph=True)(x, w)
+    (gm,) = graphs
+    assert inline_checkpoints(gm) == 2
+    assert not list(gm.named_children())
+    ops = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+    assert all(n.meta.get("recompute") == CheckpointPolicy.PREFER_RECOMPUTE for n in ops)
+    (out,) = gm(x, w)
+    torch.testing.assert_close(out, fn(x, w))
