@@ -1,0 +1,292 @@
+"""A memory model of one GRPO training step (forward + loss + backward) per rank, for the replay backend and the
+eager baselines of ``bench/long_context.py``.
+
+``predict_peak_bytes(config, group, prompt_len, response_len, mode, dtype, variant)`` predicts the peak of the
+bytes allocated during the step above what was allocated before it (the batch and the weights are not in it;
+the parameter gradients are), which is what the benchmark measures (glibc mallinfo2 high-water mark).
+
+Accounting (b = bytes per element of ``dtype``; h hidden, L layers, hq/hkv heads, d head dim, qd = hq*d,
+kd = hkv*d, ff intermediate, V vocab; G rows, prompt P, completions c_i, T = P + max c_i):
+
+Saved activations per token (what autograd keeps from the forward until the backward uses it). The counts were
+read once off ``torch.autograd.graph.saved_tensors_hooks`` on a model whose h, ff, qd, kd all differ (so each
+saved tensor names its term), for the Hugging Face Qwen3 layer (sdpa, transformers 5) and for the graph the
+replay backend hands inductor; they are counts of tensors of the model's own sizes, not fitted to peaks:
+
+    eager, unpadded row (GQA SDPA, no mask)  per layer 6h + 4ff + 4qd + 4kd + 2hq + hkv + 2
+    eager, padded batch (mask: repeat_kv)    per layer 6h + 4ff + 6qd + 2kd + 2hq + hkv + 2, plus the additive
+                                             float mask SDPA saves per layer: L * G * T * T elements
+    eager, once per token                    3h (final norm) + 2d (RoPE cos/sin) + 3 (ids, positions, rsqrt)
+    replay (inductor's partition)            per layer 4h + 3ff + 6qd + kd + 2hq + hkv + 3, once h
+
+LM head over R projected rows (logits R x V):
+
+    eager_keep                3 R V at the log-softmax backward (its saved output, the incoming gradient from
+                              the gather, the gradient it returns); the forward's 2 R V is smaller
+    eager_rows                4 R V: the same plus the row's logits, which the caller's ``out`` keeps alive
+                              through the row's backward (bench/long_context.py holds it, as a loop would)
+    eager (full logits)       G T V + 2 G C V: at the slice's backward a fresh G x T x V gradient, with two
+                              G x C x V gradients (log-softmax's and the gather's) still alive
+    replay, lm_head="plain"   2 M V: inductor keeps the M x V logits of the unique predicting rows (M = sum c_i,
+                              the unique tokens of the loss's slice) and allocates their gradient beside them
+    replay, lm_head="chunked" (``replaycompile::chunked_logprobs``, the backend's default) 3 k V in fp32 for
+                              chunks of k rows (k as passes/rewrite.py picks it: the power of two nearest below
+                              64 MiB / (4 V), within 64..4096): a chunk's logits, softmax and gradient, and 4 k V
+                              when there are several chunks (the next chunk's buffer is allocated before the last
+                              one's is freed: the op's docstring says "a few" buffers, these counts are what the
+                              measurements show -- the one empirical count in this model), plus the V x h
+                              weight-gradient accumulator and the M x h saved rows
+
+Parameter gradients: every parameter once (b per element), plus for eager_rows one more embedding-sized
+gradient while a row's gradient is added to the accumulated one.
+
+Peaks per variant:
+
+    eager_keep, eager     grads + G T S_tok + mask + head            (one padded batch)
+    eager_rows            grads + n S_tok + 3 (c + 1) V, for the longest row n = P + c (earlier rows' gradients
+                          are already there; its activations are freed before the next row)
+    replay exact          grads + N_u S_tok + head, N_u = P + sum c_i unique tokens
+    replay detach_prefix  the design being implemented (shared tokens run without autograd): the shared tokens
+                          keep only their K and V per layer, 2 kd L elements each; the branches (sum c_i tokens)
+                          keep the full replay set; peak = max(shared forward: K/V + one layer's live tensors of
+                          the shared tokens, (2h + 3ff) each; branch backward: K/V + branch activations + 2 M V
+                          + head + grads)
+
+The one empirical element is the saved set itself (which tensors PyTorch's autograd and inductor's min-cut
+partitioner keep); it was read off a different configuration than the ones it is checked on
+(``tests/test_memory_model.py``, ``bench/long_context.py``), and inductor may choose differently in another
+version. Allocator overhead, the LM-head weight's gradient scratch and small tensors (per-row scalars) are left
+out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+__all__ = ["predict_peak_bytes", "breakdown", "max_prompt_len", "longstraw_headline", "longstraw_headline_line",
+           "QWEN3_32B_LIKE"]
+
+VARIANTS = ("eager", "eager_keep", "eager_rows", "replay", "replay_detach")
+
+
+@dataclass(frozen=True)
+class _Dims:
+    h: int
+    L: int
+    hq: int
+    hk: int
+    d: int
+    ff: int
+    V: int
+    tied: bool
+
+    @property
+    def qd(self):
+        return self.hq * self.d
+
+    @property
+    def kd(self):
+        return self.hk * self.d
+
+    def params(self) -> int:
+        layer = (self.h * self.qd + 2 * self.h * self.kd + self.qd * self.h + 3 * self.h * self.ff
+                 + 2 * self.h + 2 * self.d)
+        return self.L * layer + self.V * self.h * (1 if self.tied else 2) + self.h
+
+
+def _dims(config) -> _Dims:
+    g = (lambda k, default=None: config.get(k, default)) if isinstance(config, dict) else (
+        lambda k, default=None: getattr(config, k, default))
+    h = g("hidden_size")
+    hq = g("num_attention_heads")
+    d = g("head_dim") or h // hq
+    return _Dims(h=h, L=g("num_hidden_layers"), hq=hq, hk=g("num_key_value_heads") or hq, d=d,
+                 ff=g("intermediate_size"), V=g("vocab_size"), tied=bool(g("tie_word_embeddings", False)))
+
+
+def _elem(dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size() if isinstance(dtype, torch.dtype) else int(dtype)
+
+
+def _per_token(m: _Dims, kind: str) -> float:
+    """Saved elements per token, all layers (see the module docstring)."""
+    if kind == "rows":
+        return m.L * (6 * m.h + 4 * m.ff + 4 * m.qd + 4 * m.kd + 2 * m.hq + m.hk + 2) + 3 * m.h + 2 * m.d + 3
+    if kind == "padded":
+        return m.L * (6 * m.h + 4 * m.ff + 6 * m.qd + 2 * m.kd + 2 * m.hq + m.hk + 2) + 3 * m.h + 2 * m.d + 3
+    if kind == "replay":
+        return m.L * (4 * m.h + 3 * m.ff + 6 * m.qd + m.kd + 2 * m.hq + m.hk + 3) + m.h
+    raise ValueError(kind)
+
+
+def lm_head_chunk_rows(vocab: int) -> int:
+    """Rows per chunk of the chunked LM head (the rule of passes/rewrite.py: about 64 MiB of fp32 logits)."""
+    return max(64, min(4096, 1 << max(0, ((64 << 20) // (4 * max(vocab, 1))).bit_length() - 1)))
+
+
+def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "exact", dtype=torch.float32,
+              variant: str = "replay", lm_head: str = "chunked") -> dict:
+    """The terms of the prediction in bytes (``peak`` is their combination at the peak)."""
+    m = _dims(config)
+    b = _elem(dtype)
+    comps = [int(response_len)] * group if isinstance(response_len, (int, float)) else [int(c) for c in response_len]
+    if len(comps) != group:
+        raise ValueError(f"response_len has {len(comps)} entries for group={group}")
+    if variant == "replay_detach":
+        variant, mode = "replay", "detach_prefix"
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; one of {VARIANTS}")
+    P, C, G = int(prompt_len), max(comps), group
+    T = P + C
+    grads = m.params() * b
+    out = dict(grads=grads)
+    if variant in ("eager", "eager_keep"):
+        out["activations"] = G * T * _per_token(m, "padded") * b
+        out["mask"] = m.L * G * T * T * 4 + G * T * T  # float mask saved per layer + the bool mask it came from
+        out["head"] = (G * T * m.V + 2 * G * C * m.V) * b if variant == "eager" else 3 * G * (C + 1) * m.V * b
+        out["peak"] = grads + out["activations"] + out["mask"] + out["head"]
+    elif variant == "eager_rows":
+        c = C
+        n = P + c
+        out["activations"] = n * _per_token(m, "rows") * b
+        out["head"] = 4 * (c + 1) * m.V * b
+        out["accumulate"] = m.V * m.h * b
+        out["peak"] = grads + out["activations"] + out["head"] + out["accumulate"]
+    else:
+        M = sum(comps)
+        if lm_head == "plain":
+            out["head"] = 2 * M * m.V * b
+        elif lm_head == "chunked":
+            k = min(lm_head_chunk_rows(m.V), M)
+            nbuf = 3 + (M > k)  # a chunk's logits, softmax and gradient; with several chunks, one more overlaps
+            out["head"] = nbuf * k * m.V * max(b, 4) + m.V * m.h * b + M * m.h * b
+        else:
+            raise ValueError(f"lm_head must be 'chunked' or 'plain', got {lm_head!r}")
+        if mode == "exact":
+            out["activations"] = (P + sum(comps)) * _per_token(m, "replay") * b
+            out["peak"] = grads + out["activations"] + out["head"]
+        elif mode == "detach_prefix":
+            out["shared_kv"] = P * 2 * m.kd * m.L * b
+            out["shared_transient"] = P * (2 * m.h + 3 * m.ff) * b
+            out["activations"] = sum(comps) * _per_token(m, "replay") * b
+            out["peak"] = max(out["shared_kv"] + out["shared_transient"],
+                              grads + out["shared_kv"] + out["activations"] + out["head"])
+        else:
+            raise ValueError(f"unknown mode {mode!r}")
+    return out
+
+
+def predict_peak_bytes(config, group: int, prompt_len: int, response_len, mode: str = "exact",
+                       dtype=torch.float32, variant: str = "replay", lm_head: str = "chunked") -> int:
+    """Predicted peak bytes allocated during one training step (one rank, one process), above the start.
+
+    ``config``: a transformers PretrainedConfig (or a dict of its fields): hidden_size, num_hidden_layers,
+    num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size. ``response_len``: one
+    completion length for every row, or a sequence of ``group`` lengths. ``mode``: "exact" or "detach_prefix"
+    (replay only). ``variant``: "eager" (padded, full logits), "eager_keep" (padded, logits_to_keep),
+    "eager_rows" (row by row, unpadded), "replay", "replay_detach" (= replay with detach_prefix). ``lm_head``
+    (replay only): "chunked" (replaycompile::chunked_logprobs, the backend's default) or "plain" (M x V logits;
+    the backend's ``lm_head="plain"`` option, or a graph whose LM head the rewrite does not chunk). The
+    accounting is in the module docstring."""
+    return int(breakdown(config, group, prompt_len, response_len, mode, dtype, variant, lm_head)["peak"])
+
+
+def max_prompt_len(config, group: int, response_len, budget_bytes: float, dtype=torch.float32,
+                   variant: str = "replay", mode: str = "exact", hi: int = 1 << 21, lm_head: str = "chunked") -> int:
+    """The longest prompt whose predicted peak fits ``budget_bytes`` (0 if none; ``hi`` if all up to it do)."""
+    def fits(p):
+        return predict_peak_bytes(config, group, p, response_len, mode, dtype, variant, lm_head) <= budget_bytes
+    if not fits(1):
+        return 0
+    if fits(hi):
+        return hi
+    lo, up = 1, hi
+    while up - lo > 1:
+        mid = (lo + up) // 2
+        lo, up = (mid, up) if fits(mid) else (lo, mid)
+    return lo
+
+
+# ------------------------------------------------------------------------------------ LongStraw's headline
+
+QWEN3_32B_LIKE = dict(hidden_size=5120, num_hidden_layers=64, num_attention_heads=64, num_key_value_heads=8,
+                      head_dim=128, intermediate_size=25600, vocab_size=151936, tie_word_embeddings=False)
+
+
+def longstraw_headline(config=None, prompt_len: int = 2_088_960, response_len: int = 8192, ranks: int = 8,
+                       rank_gb: float = 96.0, dtype=torch.bfloat16, optimizer_bytes_per_param: float = 12.0,
+                       prefill_chunk: int | None = None) -> dict:
+    """Per-rank memory of LongStraw's headline step (one 2,088,960-token prompt, one 8,192-token response) done
+    by this project in detach_prefix mode, with context parallelism over ``ranks`` (each rank holds 1/ranks of
+    the prompt's K/V and of the response's tokens) and FSDP2 (weights, gradients and optimizer state sharded
+    ``ranks`` ways; one layer's full weights gathered at a time, two with prefetch).
+
+    Terms (GB = 1e9 bytes): weights and gradients in ``dtype``, optimizer state ``optimizer_bytes_per_param``
+    (AdamW with fp32 master weights and two moments: 12), all / ranks; two gathered layers; the prompt's K/V
+    (2 kd L b per token) / ranks; the response's saved activations (replay's per-token set) / ranks; the LM head
+    on the response's rows (chunked, as in ``breakdown``); and the shared tokens'
+    forward without autograd, whose live tensors of one layer are (2h + 3ff) b per token: over the whole
+    per-rank prompt at once (``prefill_chunk=None``, how detach_prefix runs the shared tokens today: one packed
+    pass) or over ``prefill_chunk`` tokens at a time."""
+    m = _dims(config or QWEN3_32B_LIKE)
+    b = _elem(dtype)
+    n = m.params()
+    layer = n // m.L  # roughly: the embeddings are not gathered per layer
+    local_prompt = math.ceil(prompt_len / ranks)
+    local_resp = math.ceil(response_len / ranks)
+    t = dict(
+        params=n,
+        weights=n * b / ranks,
+        grads=n * b / ranks,
+        optimizer=n * optimizer_bytes_per_param / ranks,
+        gathered_layers=2 * layer * b,
+        prompt_kv=local_prompt * 2 * m.kd * m.L * b,
+        response_activations=local_resp * _per_token(m, "replay") * b,
+        lm_head=4 * min(lm_head_chunk_rows(m.V), local_resp) * m.V * 4 + m.V * m.h * b,
+        prefill_transient=(local_prompt if prefill_chunk is None else min(prefill_chunk, local_prompt))
+        * (2 * m.h + 3 * m.ff) * b,
+    )
+    static = t["weights"] + t["grads"] + t["optimizer"] + t["gathered_layers"]
+    t["peak"] = static + t["prompt_kv"] + max(t["prefill_transient"],
+                                              t["response_activations"] + t["lm_head"])
+    t["rank_bytes"] = rank_gb * 1e9
+    t["fits"] = t["peak"] <= t["rank_bytes"]
+    # what would have to give: the largest term that, removed, lets it fit
+    return t
+
+
+def longstraw_headline_line(**kw) -> str:
+    a = longstraw_headline(**kw)
+    c = longstraw_headline(prefill_chunk=8192, **kw)
+    gb = 1e9
+
+    def s(x):
+        return f"{x / gb:.1f}"
+    return (f"LongStraw headline (Qwen3-32B-like: h 5120, 64 layers, 64/8 heads, d 128, ff 25600, V 151936; "
+            f"{a['params'] / 1e9:.1f}B params; 2,088,960 prompt + 8,192 response, bf16, 8 ranks x 96 GB, prompt K/V "
+            f"split 8 ways, FSDP2) in detach_prefix mode, per rank: weights {s(a['weights'])} + grads "
+            f"{s(a['grads'])} + AdamW state {s(a['optimizer'])} + 2 gathered layers {s(a['gathered_layers'])} + "
+            f"prompt K/V {s(a['prompt_kv'])} + max(prefill of the shared tokens without autograd "
+            f"{s(a['prefill_transient'])} in one pass / {s(c['prefill_transient'])} in 8K chunks, response "
+            f"activations {s(a['response_activations'])} + LM head {s(a['lm_head'])}) = {s(a['peak'])} GB one pass, "
+            f"{s(c['peak'])} GB chunked, of 96 ({'fits' if c['fits'] else 'does not fit'} chunked); the prompt K/V "
+            f"alone is {100 * a['prompt_kv'] / a['rank_bytes']:.0f}% of a rank")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="replaycompile memory model")
+    ap.add_argument("--longstraw", action="store_true", help="print what LongStraw's headline would need")
+    ap.add_argument("--optimizer-bytes", type=float, default=12.0,
+                    help="optimizer state bytes per parameter (AdamW + fp32 master: 12; offloaded: 0)")
+    args = ap.parse_args(argv)
+    print(longstraw_headline_line(optimizer_bytes_per_param=args.optimizer_bytes))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
