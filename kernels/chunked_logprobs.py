@@ -97,6 +97,15 @@ def chunked_logprobs(
     entropy = torch.empty(m if with_entropy else 0, dtype=acc_dt, device=hidden.device)
     for s, e in _chunks(m, chunk_rows):
         z = _chunk_logits(hidden[s:e], weight, bias, softcap)
+        if not with_entropy:
+            # in place on the chunk's own buffer: a fresh [chunk, V] temporary per pass costs more than the pass
+            # (CPU allocations this size come as new pages from the OS)
+            z_t = z.gather(-1, targets[s:e, None]).squeeze(-1)
+            mx = z.amax(-1, keepdim=True)
+            lse_c = z.sub_(mx).exp_().sum(-1).log_().add_(mx.squeeze(-1))
+            lse[s:e] = lse_c
+            logp[s:e] = z_t - lse_c
+            continue
         lse_c = torch.logsumexp(z, dim=-1)
         lse[s:e] = lse_c
         logp[s:e] = z.gather(-1, targets[s:e, None]).squeeze(-1) - lse_c
@@ -155,6 +164,20 @@ def chunked_logprobs_backward(
     for s, e in _chunks(m, chunk_rows):
         h = hidden[s:e]
         z = _chunk_logits(h, weight, bias, softcap)
+        if not use_entropy and not softcap:
+            # the common case in place: p = exp(z - lse), gz = g * (onehot - p)
+            g = grad_logp[s:e, None].to(acc_dt) if grad_logp is not None else None
+            gz = z.sub_(lse[s:e, None]).exp_().mul_(g.neg() if g is not None else 0.0)
+            if g is not None:
+                gz.scatter_add_(-1, targets[s:e, None], g)
+            gz_in = gz.to(hidden.dtype)
+            if need_hidden:
+                grad_hidden[s:e] = gz_in @ weight
+            if need_weight:
+                gw_acc.addmm_(gz_in.t(), h) if acc_dt == hidden.dtype else gw_acc.add_((gz_in.t() @ h).to(acc_dt))
+            if need_bias:
+                gb_acc += gz.sum(0)
+            continue
         logp_all = z - lse[s:e, None]
         p = torch.exp(logp_all)
         # d/dz of (g_logp * logp_t + g_ent * H) = g_logp * (onehot - p) - g_ent * p * (log p + H)

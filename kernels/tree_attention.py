@@ -63,9 +63,11 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, subtree_end: Tensor, seg_q: T
     torch._check(q.dim() == 4 and k.dim() == 4 and v.dim() == 4, lambda: "q, k, v must be 4-D [1, H, N, D]")
     torch._check(q.shape[0] == 1 and k.shape[0] == 1 and v.shape[0] == 1, lambda: "batch dim must be 1 (packed)")
     torch._check(q.shape[1] % k.shape[1] == 0 and k.shape[1] == v.shape[1], lambda: "bad GQA head counts")
-    torch._check(k.shape[2] == q.shape[2] and v.shape[2] == q.shape[2], lambda: "q, k, v token counts differ")
+    torch._check(k.shape[2] >= q.shape[2] and v.shape[2] == k.shape[2],
+                 lambda: "k and v token counts differ, or fewer keys than queries")
     torch._check(q.shape[3] == k.shape[3], lambda: "q and k head dims differ")
-    torch._check(subtree_end.shape[0] == q.shape[2], lambda: "subtree_end length != N")
+    torch._check(subtree_end.shape[0] == k.shape[2] or (subtree_end.shape[0] == 0 and k.shape[2] > q.shape[2]),
+                 lambda: "subtree_end length != number of keys (or empty, for queries fewer than keys)")
     torch._check(seg_q.dim() == 2 and seg_q.shape[1] == 2, lambda: "seg_q must be [S, 2]")
     torch._check(q.dtype == k.dtype == v.dtype, lambda: "q, k, v dtypes differ")
 
@@ -107,7 +109,7 @@ def ran_since(before: dict[tuple[str, str], int], op: str = "forward") -> str | 
 def _use_triton(q: Tensor, k: Tensor, v: Tensor, layout: list) -> bool:
     """The Triton kernels run when the caller passed a layout and they support these inputs (else, once, say
     why and use the PyTorch path: correct results first)."""
-    if not layout:
+    if not layout or k.shape[2] != q.shape[2]:
         return False
     why = _triton.supported(q, k, v)
     if why is not None and why not in _warned:
@@ -117,10 +119,10 @@ def _use_triton(q: Tensor, k: Tensor, v: Tensor, layout: list) -> bool:
     return why is None
 
 
-def _segments(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor):
+def _segments(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor, off: int = 0):
     """Yield (q_start, q_end, ancestor_ranges) per segment, from one .tolist() each.
 
-    The last kv range of a segment is its own range (== seg_q[s]); it is not
+    The last kv range of a segment is its own range (== seg_q[s] + off, in key coordinates); it is not
     yielded separately since (q_start, q_end) already says it.
     """
     sq = seg_q.tolist()
@@ -128,7 +130,8 @@ def _segments(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor):
     ranges = kv_ranges.tolist()
     for s, (qs, qe) in enumerate(sq):
         rs = ranges[ptr[s] : ptr[s + 1]]
-        assert rs and rs[-1][0] == qs and rs[-1][1] == qe, "last kv range must be the segment's own range"
+        assert rs and rs[-1][0] == qs + off and rs[-1][1] == qe + off, \
+            "last kv range must be the segment's own range"
         yield qs, qe, rs[:-1]
 
 
@@ -171,11 +174,12 @@ def _math_block_scores(qb: Tensor, ks: Tensor, n_anc: int, own0: int, scale: flo
 def _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse):
     hq, hkv, dv = q.shape[1], k.shape[1], v.shape[3]
     g = hq // hkv
+    off = k.shape[2] - q.shape[2]
     cdt = torch.promote_types(q.dtype, torch.float32)
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges):
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
         n_anc = sum(b - a for a, b in anc)
-        ks_all = _gather(k, anc, qs, qe)[0].to(cdt)  # [Hkv, Lk, D]
-        vs_all = _gather(v, anc, qs, qe)[0].to(cdt)
+        ks_all = _gather(k, anc, qs + off, qe + off)[0].to(cdt)  # [Hkv, Lk, D]
+        vs_all = _gather(v, anc, qs + off, qe + off)[0].to(cdt)
         for c0 in range(qs, qe, _MATH_CHUNK):
             c1 = min(c0 + _MATH_CHUNK, qe)
             lk = n_anc + (c1 - qs)  # later own keys are invisible to this block
@@ -191,11 +195,12 @@ def _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse):
 def _math_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, dq, dk_acc, dv_acc):
     hq, hkv, d = q.shape[1], k.shape[1], q.shape[3]
     g = hq // hkv
+    off = k.shape[2] - q.shape[2]
     cdt = dk_acc.dtype
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges):
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
         n_anc = sum(b - a for a, b in anc)
-        ks_all = _gather(k, anc, qs, qe)[0].to(cdt)
-        vs_all = _gather(v, anc, qs, qe)[0].to(cdt)
+        ks_all = _gather(k, anc, qs + off, qe + off)[0].to(cdt)
+        vs_all = _gather(v, anc, qs + off, qe + off)[0].to(cdt)
         dks = torch.zeros_like(ks_all)
         dvs = torch.zeros_like(vs_all)
         for c0 in range(qs, qe, _MATH_CHUNK):
@@ -214,8 +219,8 @@ def _math_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, sc
             # sum over the g query heads sharing a kv head
             dks[:, :lk] += torch.einsum("hgqk,hgqd->hkd", ds, qb)
             dvs[:, :lk] += torch.einsum("hgqk,hgqd->hkd", p, gb)
-        _scatter_add(dk_acc, dks[None], anc, qs, qe)
-        _scatter_add(dv_acc, dvs[None], anc, qs, qe)
+        _scatter_add(dk_acc, dks[None], anc, qs + off, qe + off)
+        _scatter_add(dv_acc, dvs[None], anc, qs + off, qe + off)
 
 
 def _scatter_add(acc: Tensor, part: Tensor, anc: list, qs: int, qe: int) -> None:
@@ -250,6 +255,11 @@ def tree_attention(
     contiguous in q.dtype, lse [1, Hq, N] float32 natural log-sum-exp of the
     scaled visible scores). ``subtree_end`` is accepted for the schema/spec but
     the computation follows the segment CSR.
+
+    Fewer queries than keys (q [1, Hq, Nq, D], k and v [1, Hkv, Nk, .], Nq < Nk): the queries are the last Nq
+    keys' tokens. ``seg_q`` is in query coordinates, ``kv_ranges`` in key coordinates (a segment's own range is
+    its query range + Nk - Nq), ``subtree_end`` may be empty, and the PyTorch path runs. detach_prefix uses it
+    for the branch tokens, whose keys are the shared tokens' (computed without autograd) followed by their own.
     """
     _check_inputs(q, k, v, subtree_end, seg_q)
     if _use_triton(q, k, v, layout):
@@ -264,10 +274,11 @@ def tree_attention(
     if not _use_flash(q, v):
         _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse)
         return out, lse
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges):
+    off = k.shape[2] - n
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
         q_s = q[:, :, qs:qe]
-        k_s = _gather(k, anc, qs, qe)
-        v_s = _gather(v, anc, qs, qe)
+        k_s = _gather(k, anc, qs + off, qe + off)
+        v_s = _gather(v, anc, qs + off, qe + off)
         if anc:
             n_anc = k_s.shape[2] - (qe - qs)
             bias = _segment_bias(n_anc, qe - qs, q.dtype, q.device)
@@ -333,10 +344,11 @@ def tree_attention_backward(
         return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
     # the kernel wants its logsumexp in the accumulation dtype (float64 for float64)
     lse_k = lse.to(torch.promote_types(q.dtype, torch.float32))
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges):
+    off = k.shape[2] - q.shape[2]
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
         q_s = q[:, :, qs:qe]
-        k_s = _gather(k, anc, qs, qe)
-        v_s = _gather(v, anc, qs, qe)
+        k_s = _gather(k, anc, qs + off, qe + off)
+        v_s = _gather(v, anc, qs + off, qe + off)
         args = (grad_out[:, :, qs:qe], q_s, k_s, v_s, out[:, :, qs:qe], lse_k[:, :, qs:qe], 0.0)
         if anc:
             bias = _segment_bias(k_s.shape[2] - (qe - qs), qe - qs, q.dtype, q.device)
@@ -345,8 +357,8 @@ def tree_attention_backward(
             dq_s, dk_s, dv_s = _FLASH_CPU_BWD(*args, True, scale=scale)
         # dk_s/dv_s are already summed over each kv head's query-head group
         dq[:, :, qs:qe] = dq_s
-        _scatter_add(dk_acc, dk_s, anc, qs, qe)
-        _scatter_add(dv_acc, dv_s, anc, qs, qe)
+        _scatter_add(dk_acc, dk_s, anc, qs + off, qe + off)
+        _scatter_add(dv_acc, dv_s, anc, qs + off, qe + off)
     return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
 
 

@@ -18,18 +18,31 @@ import torch
 import torch.fx as fx
 
 from replaycompile import ops
+from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
 
-from .analysis import B, BT, T, Decline, GraphAnalysis, _shape, _val, op_name
+from .analysis import _LINEAR, B, BT, T, Decline, GraphAnalysis, _shape, _val, op_name
+
+# Rows of logits per chunk of the fused LM head: about this many bytes of float32 logits at a time
+LM_HEAD_CHUNK_BYTES = 64 << 20
 
 PLAN_INPUTS = ("gather_index", "columns", "scatter_index", "subtree_end", "seg_q", "seg_kv_ptr", "kv_ranges")
+# detach_prefix: the shared tokens (S) and the branch tokens (R) run as two streams (``plan.SharedSplit``)
+SPLIT_INPUTS = ("gather_s", "columns_s", "gather_r", "columns_r", "scatter_index", "subtree_end_s", "seg_q_s",
+                "seg_kv_ptr_s", "kv_ranges_s", "seg_q_r", "seg_kv_ptr_r", "kv_ranges_r")
 
 
 @dataclass
 class PackedGraph:
-    gm: fx.GraphModule              # inputs: the original ones, then rc_<PLAN_INPUTS>, [rc_layout_0..5],
-    detach_prefix: bool             # [rc_shared], per slice (index, scatter) of its packed space
+    gm: fx.GraphModule
+    detach_prefix: bool             # two streams: S without autograd, R with it (plan.SharedSplit)
     blocks: tuple[int, int] | None  # (block_q, block_k) of the tree's block layout (Triton attention), or None
+    # the packed graph's inputs after the original ones, by name, in order: the plan's (PLAN_INPUTS, or
+    # SPLIT_INPUTS for detach_prefix), "layout" (six tensors) when ``blocks``, then per slice of the sequence
+    # axis "slice" (its index and scatter; detach_prefix: index_s, index_r, scatter)
+    extra_inputs: tuple = ()
+    lm_head_sites: int = 0          # vocabulary gathers run as the chunked LM head ("pairs" inputs, at the end)
+    lm_head_vocab: int = 0          # their vocabulary size (0: none)
 
 
 def _shape_arg(roles, shape, n_node):
@@ -46,45 +59,91 @@ def _shape_arg(roles, shape, n_node):
     return out
 
 
+class _Stream:
+    """The packed tokens one copy of the per-token ops runs on: all of them (exact), or the shared (S) or the
+    branch (R) tokens of detach_prefix. Per packed space (0 = all tokens, then one per slice): the token count,
+    the columns and flat b*T+t of its tokens; and the stream's values of packed nodes."""
+
+    def __init__(self, g: fx.Graph, name: str, gather, columns, no_grad: bool):
+        self.name = name
+        self.no_grad = no_grad          # S: every value from outside the stream enters detached
+        self.n_tok = [g.call_method("size", (gather, 0))]
+        self.cols = [columns]
+        self.gath = [gather]
+        self.sub_index: list = []       # per slice: this stream's selected tokens, as indices into space 0
+        self.env: dict = {}             # packed node -> its value on this stream's tokens
+        self.rows: dict = {}            # (row node, space) -> its values at this stream's packed tokens
+
+    def add_slice(self, g: fx.Graph, index) -> None:
+        self.sub_index.append(index)
+        self.n_tok.append(g.call_method("size", (index, 0)))
+        self.cols.append(g.call_function(torch.index_select, (self.cols[0], 0, index)))
+        self.gath.append(g.call_function(torch.index_select, (self.gath[0], 0, index)))
+
+
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
-            blocks: tuple[int, int] | None = None) -> PackedGraph:
+            blocks: tuple[int, int] | None = None, chunked_lm_head: bool = True) -> PackedGraph:
     """The packed graph. ``blocks`` given: attention runs the Triton block-sparse kernels on a block layout of
-    the tree with those block sizes, which the caller passes as six more inputs after the plan's."""
+    the tree with those block sizes, which the caller passes as six more inputs after the plan's.
+
+    ``detach_prefix``: every per-token op runs twice, on the shared tokens with every outside input detached
+    (so autograd saves nothing for them) and on the branch tokens with autograd; a branch token's attention
+    reads the shared tokens' keys and values as constants. Where a value leaves the packed region the two are
+    concatenated in the shared-first order the plan's scatter indices use.
+
+    ``chunked_lm_head``: where the LM head's output is used only through ``log_softmax(-1).gather(-1, targets)``
+    (``lm_head_chains``), the three run as ``replaycompile::chunked_logprobs`` on the (packed row, target) pairs,
+    never holding [M, V] logits; the caller passes each such gather's pairs ("pairs" in ``extra_inputs``)."""
     g = fx.Graph()
     row_env: dict = {}
-    packed_env: dict = {}
     old_nodes = list(gm.graph.nodes)
     for n in old_nodes:
         if n.op == "placeholder":
             row_env[n] = g.placeholder(n.name, type_expr=n.type)
-    plan = {name: g.placeholder(f"rc_{name}") for name in PLAN_INPUTS}
+    names = SPLIT_INPUTS if detach_prefix else PLAN_INPUTS
+    plan = {name: g.placeholder(f"rc_{name}") for name in names}
+    extra = ["plan"]
     layout = [g.placeholder(f"rc_layout_{i}") for i in range(6)] if blocks is not None else []
+    if blocks is not None:
+        extra.append("layout")
     block_q, block_k = blocks if blocks is not None else (0, 0)
-    shared = g.placeholder("rc_shared") if detach_prefix else None
-    subs = []
-    for s in a.slices:
-        subs.append((g.placeholder(f"rc_sub{s.space}_index"), g.placeholder(f"rc_sub{s.space}_scatter")))
-
-    n_tok = [g.call_method("size", (plan["gather_index"], 0))]
-    cols = [plan["columns"]]
-    gath = [plan["gather_index"]]
+    if detach_prefix:
+        streams = [_Stream(g, "S", plan["gather_s"], plan["columns_s"], no_grad=True),
+                   _Stream(g, "R", plan["gather_r"], plan["columns_r"], no_grad=False)]
+        no_subtree = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
+    else:
+        streams = [_Stream(g, "all", plan["gather_index"], plan["columns"], no_grad=False)]
     scat = [plan["scatter_index"]]
-    for idx, sc in subs:
-        n_tok.append(g.call_method("size", (idx, 0)))
-        cols.append(g.call_function(torch.index_select, (plan["columns"], 0, idx)))
-        gath.append(g.call_function(torch.index_select, (plan["gather_index"], 0, idx)))
-        scat.append(sc)
-    packed_rows: dict = {}  # (row node, space) -> its values at that space's packed tokens
+    for sl in a.slices:
+        for st in streams:
+            st.add_slice(g, g.placeholder(f"rc_sub{sl.space}_index_{st.name}"))
+        scat.append(g.placeholder(f"rc_sub{sl.space}_scatter"))
+        extra.append("slice")
+    chains = lm_head_chains(gm, a) if chunked_lm_head else {}
+    pairs = {}
+    for i, (gather, (h, _, _)) in enumerate(chains.items()):
+        # per stream: the flat (b, k) of each valid pair and the packed row it reads (in space order)
+        pairs[gather] = [(g.placeholder(f"rc_pairs{i}_flat_{st.name}"), g.placeholder(f"rc_pairs{i}_rows_{st.name}"))
+                         for st in streams]
+        extra.append(("pairs", a.space[h]))
+    detached: dict = {}
+
+    def full(x, sp):
+        """A packed node's values on all packed tokens of its space (streams concatenated)."""
+        vals = [st.env[x] for st in streams]
+        if len(vals) == 1:
+            return vals[0]
+        return g.call_function(torch.cat, (vals, a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)))
 
     def get_row(x):
         if not isinstance(x, fx.Node):
             return x
         if x in row_env:
             return row_env[x]
-        if x in packed_env:
+        if x in streams[0].env:
             r = a.roles[x]
-            pn = packed_env[x]
             sp = a.space[x]
+            pn = full(x, sp)
             if B in r:
                 val = g.call_function(ops.replay, (pn, scat[sp], r.index(B), r.index(T)))
             elif BT in r:
@@ -95,28 +154,36 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
             return val
         # lazily copy a row node that nothing copied yet (e.g. a mask node shared with positions)
         row_env[x] = g.node_copy(x, get_row)
-        row_env[x].meta = {}
+        row_env[x].meta = _kept_meta(x)
         return row_env[x]
 
-    def get_packed(x, sp):
+    def no_grad(v, x):
+        if not isinstance(_val(x), torch.Tensor):
+            return v
+        if v not in detached:
+            detached[v] = g.call_method("detach", (v,))
+        return detached[v]
+
+    def get_packed(x, sp, st: _Stream):
         if not isinstance(x, fx.Node):
             return x
-        if x in packed_env:
-            return packed_env[x]
+        if x in st.env:
+            return st.env[x]
         r = a.roles.get(x)
         positional = r is not None and T in r and B not in r and BT not in r
         if x in a.tokenfn or positional:
             # gatherable row values: token-input functions (by row and column) and positional tables (by column)
             key = (x, sp)
-            if key not in packed_rows:
+            if key not in st.rows:
                 if BT in r:  # a flattened [B*T] axis: its index is b*T + t, which gather_index holds
-                    packed_rows[key] = g.call_function(torch.index_select, (get_row(x), r.index(BT), gath[sp]))
+                    v = g.call_function(torch.index_select, (get_row(x), r.index(BT), st.gath[sp]))
                 else:
                     bdim = r.index(B) if B in r else None
-                    packed_rows[key] = g.call_function(ops.pack_rows, (get_row(x), bdim, r.index(T), gath[sp],
-                                                                       cols[sp]))
-            return packed_rows[key]
-        return get_row(x)
+                    v = g.call_function(ops.pack_rows, (get_row(x), bdim, r.index(T), st.gath[sp], st.cols[sp]))
+                st.rows[key] = no_grad(v, x) if st.no_grad else v
+            return st.rows[key]
+        v = get_row(x)
+        return no_grad(v, x) if st.no_grad else v
 
     sites = {s.node: s for s in a.attention}
     for n in old_nodes:
@@ -126,10 +193,19 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
         if k in ("mask", "internal"):
             continue
         if k == "row":
+            if n in chains:
+                h, w, bias = chains[n]
+                # the shared rows' logits are constants under detach_prefix: their pairs read a detached head
+                parts = [(flat, rows, no_grad(get_row(w), w) if st.no_grad else get_row(w),
+                          no_grad(get_row(bias), bias) if st.no_grad and bias is not None else get_row(bias))
+                         for st, (flat, rows) in zip(streams, pairs[n])]
+                row_env[n] = _emit_chunked_logprobs(g, n, _shape(w), full(h, a.space[h]), parts,
+                                                    get_row(_gather_args(n)[2]), scat[a.space[h]])
+                continue
             if n in a.boundaries and _is_vocab_gather(n, a):
                 base, dim, index = _gather_args(n)
                 sp = a.space[base]
-                row_env[n] = g.call_function(ops.replay_gather, (packed_env[base], scat[sp], get_row(index)))
+                row_env[n] = g.call_function(ops.replay_gather, (full(base, sp), scat[sp], get_row(index)))
                 continue
             if n not in row_env:
                 get_row(n)
@@ -137,22 +213,115 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
         sp = a.space[n]
         if n in sites:
             s = sites[n]
-            q, kk, v = (packed_env[x] for x in (s.q, s.k, s.v))
-            if shared is not None:
-                q, kk, v = (g.call_function(ops.detach_rows, (t, shared, 2)) for t in (q, kk, v))
+            if detach_prefix:
+                (qs, ks, vs), (qr, kr, vr) = ([st.env[x] for x in (s.q, s.k, s.v)] for st in streams)
+                res = g.call_function(torch.ops.replaycompile.tree_attention.default,
+                                      (qs, ks, vs, plan["subtree_end_s"], plan["seg_q_s"], plan["seg_kv_ptr_s"],
+                                       plan["kv_ranges_s"], s.scale, layout, block_q, block_k))
+                streams[0].env[n] = g.call_function(operator.getitem, (res, 0))
+                # the branch queries see the shared keys (constants here) followed by their own
+                k_all = g.call_function(torch.cat, ([ks, kr], 2))
+                v_all = g.call_function(torch.cat, ([vs, vr], 2))
+                res = g.call_function(torch.ops.replaycompile.tree_attention.default,
+                                      (qr, k_all, v_all, no_subtree, plan["seg_q_r"], plan["seg_kv_ptr_r"],
+                                       plan["kv_ranges_r"], s.scale, [], 0, 0))
+                streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
+                continue
+            st = streams[0]
+            q, kk, v = (st.env[x] for x in (s.q, s.k, s.v))
             res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                   (q, kk, v, plan["subtree_end"], plan["seg_q"], plan["seg_kv_ptr"],
                                    plan["kv_ranges"], s.scale, layout, block_q, block_k))
-            packed_env[n] = g.call_function(operator.getitem, (res, 0))
+            st.env[n] = g.call_function(operator.getitem, (res, 0))
             continue
-        packed_env[n] = _emit_packed(g, n, a, lambda x: get_packed(x, sp), n_tok[sp], subs)
+        for st in streams:
+            st.env[n] = _emit_packed(g, n, a, lambda x, st=st: get_packed(x, sp, st), st.n_tok[sp], st.sub_index)
 
     out_node = next(x for x in old_nodes if x.op == "output")
     g.output(fx.node.map_arg(out_node.args[0], get_row))
     g.eliminate_dead_code()
     new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
-    return PackedGraph(new_gm, detach_prefix, blocks)
+    vocab = max((int(_shape(w)[0]) for _, w, _ in chains.values()), default=0)
+    return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab)
+
+
+def _single_user(x: fx.Node) -> bool:
+    return len(x.users) == 1
+
+
+def _log_softmax_input(n: fx.Node):
+    """x if ``n`` is ``log_softmax(x, dim=-1)`` (method, torch or F form; no dtype), else None."""
+    if op_name(n) != "log_softmax" or not n.args:
+        return None
+    args = list(n.args[1:])
+    dim = n.kwargs.get("dim", args[0] if args else None)
+    dtype = n.kwargs.get("dtype", args[1] if len(args) > 1 else None)
+    x = n.args[0]
+    rank = len(_shape(x) or ())
+    if dtype is not None or dim not in (-1, rank - 1) or not isinstance(x, fx.Node):
+        return None
+    return x
+
+
+def lm_head_chains(gm: fx.GraphModule, a: GraphAnalysis) -> dict:
+    """Vocabulary gathers that read the LM head only through a log-softmax: ``gather(log_softmax(
+    [float](linear(h, W, b)), -1), -1, targets)`` where each intermediate has that one user, the targets have
+    one per position, and the graph has no autocast region (the fused op computes in the weight's dtype, not
+    the autocast one). gather node -> (h, W, b or None)."""
+    if any("autocast" in str(getattr(n, "target", "")) for n in gm.graph.nodes):
+        return {}
+    out = {}
+    for n in gm.graph.nodes:
+        if a.kind.get(n) != "row" or n not in a.boundaries or not _is_vocab_gather(n, a):
+            continue
+        base, _, index = _gather_args(n)
+        idx_shape = _shape(index)
+        if idx_shape is None or idx_shape[-1] != 1 or not _single_user(base):
+            continue
+        x = _log_softmax_input(base)
+        if x is None or not _single_user(x):
+            continue
+        if op_name(x) in ("float", "to") and len(x.args) >= 1 and isinstance(x.args[0], fx.Node):
+            v, vx = _val(x), _val(x.args[0])
+            if not (isinstance(v, torch.Tensor) and isinstance(vx, torch.Tensor) and v.dtype == torch.float32
+                    and v.shape == vx.shape) or not _single_user(x.args[0]):
+                continue
+            x = x.args[0]
+        if x.op != "call_function" or x.target not in _LINEAR:
+            continue
+        h = x.args[0]
+        w = x.kwargs.get("weight", x.args[1] if len(x.args) > 1 else None)
+        bias = x.kwargs.get("bias", x.args[2] if len(x.args) > 2 else None)
+        vh, vw = _val(h), _val(w)
+        if not (isinstance(vh, torch.Tensor) and isinstance(vw, torch.Tensor) and vw.dim() == 2
+                and vh.dtype == vw.dtype and a.kind.get(h) == "packed" and a.kind.get(w) != "packed"
+                and isinstance(vw.shape[1], int)):
+            continue
+        out[n] = (h, w, bias)
+    return out
+
+
+def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, scatter) -> fx.Node:
+    """``gather(log_softmax(linear(h)), -1, index)`` at the valid (row, position) pairs of ``scatter``, zeros at
+    pads, shaped like ``index``: the LM head runs on one packed row per pair (a shared last-prompt row once
+    per branch that reads it), ``chunk`` rows at a time. ``parts``: (pair_flat, pair_rows, weight, bias) per
+    stream."""
+    vocab, hidden = int(w_shape[0]), int(w_shape[1])
+    chunk = min(4096, 1 << max(0, (LM_HEAD_CHUNK_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
+    h2 = g.call_method("reshape", (h, (-1, hidden)))
+    idx = g.call_method("reshape", (index, (-1,)))
+    out = None
+    for pair_flat, pair_rows, w, bias in parts:
+        rows = g.call_function(torch.index_select, (h2, 0, pair_rows))
+        targets = g.call_function(torch.index_select, (idx, 0, pair_flat))
+        res = g.call_function(torch.ops.replaycompile.chunked_logprobs.default,
+                              (rows, w, bias, targets, chunk, False, 0.0))
+        logp = g.call_method("to", (g.call_function(operator.getitem, (res, 0)), _val(n).dtype))
+        if out is None:
+            out = g.call_method("new_zeros", (logp, (g.call_method("numel", (scatter,)),)))
+        out = g.call_method("index_copy", (out, 0, pair_flat, logp))
+    return g.call_method("view_as", (out, index))
 
 
 def _is_vocab_gather(n: fx.Node, a: GraphAnalysis) -> bool:
@@ -172,7 +341,7 @@ def _gather_args(n: fx.Node):
     return base, dim, index
 
 
-def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, subs) -> fx.Node:
+def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_index) -> fx.Node:
     name = op_name(n)
     roles = a.roles[n]
     out_shape = _shape(n)
@@ -203,8 +372,14 @@ def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, subs) ->
                 d += 1
         out = g.call_function(operator.getitem, (arg(base), fx.node.map_arg(tuple(new_idx), arg)))
         if sl is not None:
-            out = g.call_function(torch.index_select, (out, roles.index(T), subs[sl.space - 1][0]))
+            out = g.call_function(torch.index_select, (out, roles.index(T), sub_index[sl.space - 1]))
         return out
     new = g.node_copy(n, arg)
-    new.meta = {}
+    new.meta = _kept_meta(n)
     return new
+
+
+def _kept_meta(n: fx.Node) -> dict:
+    """Metadata a copied node keeps: activation checkpointing's recompute tags (passes/inline_checkpoint.py),
+    which AOT autograd's partitioner reads; shapes and values are stale in the packed layout."""
+    return {k: n.meta[k] for k in ("recompute", "ac_graph_id") if k in n.meta}

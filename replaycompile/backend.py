@@ -23,14 +23,14 @@ import torch.fx.experimental._config  # noqa: F401 - use_duck_shape, patched aro
 
 from replaycompile.passes import mask_probe
 from replaycompile.passes.analysis import Decline, GraphAnalysis, analyze
-from replaycompile.passes.rewrite import PackedGraph, rewrite
+from replaycompile.passes.rewrite import PLAN_INPUTS, SPLIT_INPUTS, PackedGraph, rewrite
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.sink_slices import sink_slices
 
 from replaycompile.kernels.block_sparse_attention import default_blocks
 from replaycompile.kernels.tree_attention import calls_by_path, ran_since
 
-from .plan import ReplayPlan, build_plan
+from .plan import ReplayPlan, build_plan, split_shared
 
 log = logging.getLogger("replaycompile")
 
@@ -41,12 +41,17 @@ DEFAULT_MIN_SHARED_TOKENS = 0
 # A mask the structured probe cannot rewrite (passes/mask_probe.py) is verified by a full B x T x T evaluation,
 # once per input shape, up to this many elements; beyond it the graph is declined.
 MAX_MASK_PROBE_ELEMENTS = 1 << 28
+# lm_head="auto": the chunked LM head (replaycompile::chunked_logprobs) where a call's float32 logits at the
+# predicting rows would take at least this much; below it the unfused LM head, which the inner compiler fuses
+# and which was 1.35x faster on the 2-core CPU (no recompute of the logits in the backward)
+LM_HEAD_CHUNKED_BYTES = 1 << 30
 
 _OPTIONS: dict[str, tuple] = {
     "mode": ("exact", "detach_prefix"),
     "attention": ("auto", "torch", "triton"),
     "inner": ("inductor", "aot_eager", "eager"),
     "min_shared_tokens": None,  # a non-negative int
+    "lm_head": ("auto", "chunked", "plain"),
     "schedule": None,  # a SparrowSchedule (or a path to its JSON): sparse decode steps
 }
 
@@ -58,6 +63,7 @@ class ReplayOptions:
     inner: str = "inductor"
     min_shared_tokens: int = DEFAULT_MIN_SHARED_TOKENS
     schedule: Any = None
+    lm_head: str = "auto"
 
 
 def parse_options(options: dict | None) -> ReplayOptions:
@@ -155,11 +161,18 @@ def _token_input_shapes(ids: torch.Tensor, am, pos) -> str | None:
     return None
 
 
-def _shared_tokens(plan: ReplayPlan) -> torch.Tensor:
-    """bool [N]: packed tokens that more than one row contains (detach_prefix cuts their gradient)."""
-    s = plan.scatter_index.reshape(-1)
-    s = s[s < plan.num_packed]
-    return torch.bincount(s, minlength=plan.num_packed) >= 2
+def _square_token_input(placeholders) -> str | None:
+    """Why the axes could not be told apart, when an integer [B, T] input has one symbol for both sizes:
+    Dynamo's duck shaping gives equal sizes one symbol, so a square batch (B == T) loses which axis is which."""
+    for n in placeholders:
+        v = n.meta.get("example_value", n.meta.get("val"))
+        if isinstance(v, torch.Tensor) and v.dim() == 2 and not v.is_floating_point() and \
+                isinstance(v.shape[0], torch.SymInt) and isinstance(v.shape[1], torch.SymInt) and \
+                v.shape[0].node.expr == v.shape[1].node.expr:
+            return (f"input `{n.name}` has batch size == sequence length ({v.shape[0]}), and Dynamo's duck shaping "
+                    f"gave both one symbol, so the batch and sequence axes cannot be told apart; pad the batch to "
+                    f"another length, or set torch.fx.experimental._config.use_duck_shape = False")
+    return None
 
 
 def _not_a_view(x: torch.Tensor) -> torch.Tensor:
@@ -186,7 +199,9 @@ class ReplayGraph:
         self.example_inputs = example_inputs
         self.opts = opts
         self._plain: Callable | None = None
-        self._packed: Callable | None = None
+        self._packed_fns: dict = {}         # PackedGraph id -> its compiled function
+        self.packed_chunked: PackedGraph | None = None  # the same with the chunked LM head, where one fuses
+        self._lm_head_ran = 0               # chunked LM-head sites the last packed call ran
         self._inner = _CountingBackend(opts.inner)
         cid = torch._guards.CompileContext.current_compile_id()
         # Dynamo's recompile index of this frame (0 on its first compile)
@@ -208,8 +223,12 @@ class ReplayGraph:
             self.analysis: GraphAnalysis = analyze(gm)
             self.reason = self.analysis.reason
             if self.reason is None:
-                self.packed = rewrite(gm, self.analysis, detach_prefix=opts.mode == "detach_prefix",
-                                      blocks=self._attention_blocks(example_inputs))
+                kw = dict(detach_prefix=opts.mode == "detach_prefix", blocks=self._attention_blocks(example_inputs))
+                self.packed = rewrite(gm, self.analysis, chunked_lm_head=False, **kw)
+                if opts.lm_head != "plain":
+                    chunked = rewrite(gm, self.analysis, chunked_lm_head=True, **kw)
+                    if chunked.lm_head_vocab:
+                        self.packed_chunked = chunked
         except Decline as e:
             self.reason = str(e)
         except Exception as e:  # noqa: BLE001 - a bug in a pass must cost speed, never correctness
@@ -217,6 +236,10 @@ class ReplayGraph:
             self.analysis = GraphAnalysis(reason=str(e))
             self.reason = f"internal error in the replay passes ({type(e).__name__}: {e}); running unpacked"
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        if self.reason is not None:
+            square = _square_token_input(placeholders)
+            if square is not None:
+                self.reason = f"{self.reason} ({square})"
         self._pos = {n: i for i, n in enumerate(placeholders)}
         self.candidate = self.analysis.candidate
         if self.reason is not None:
@@ -275,20 +298,20 @@ class ReplayGraph:
         with torch._dynamo.config.patch(capture_scalar_outputs=True):
             return self._plain(*args)
 
-    def _packed_fn(self):
-        if self._packed is None:
-            gm = self.packed.gm
+    def _packed_fn(self, packed: PackedGraph):
+        if id(packed) not in self._packed_fns:
+            gm = packed.gm
 
             # Compile through a plain function: Dynamo does not trace into the forward of an FX GraphModule
             # compiled directly here (it falls back to compiling each helper call as its own frame).
             def run_packed(*args):
                 return gm(*args)
 
-            self._packed = torch.compile(_own_code(run_packed, "replay_packed"), backend=self._inner,
-                                         dynamic=True)
-        return self._packed
+            self._packed_fns[id(packed)] = torch.compile(_own_code(run_packed, "replay_packed"),
+                                                         backend=self._inner, dynamic=True)
+        return self._packed_fns[id(packed)]
 
-    def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args) -> None:
+    def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args, split=None) -> None:
         ids = args[self._pos[self.analysis.ids]] if self.analysis.ids is not None else None
         am = args[self._pos[self.analysis.attention_mask]] if self.analysis.attention_mask is not None else None
         rows = int(ids.shape[0]) if ids is not None else None
@@ -305,6 +328,10 @@ class ReplayGraph:
             "mode": self.opts.mode,
             # what ran, not what was asked for: unsupported inputs run the PyTorch path even with a layout
             "attention": self._attention_ran if applied else None,
+            # detach_prefix: the tokens that ran without autograd (the shared ones)
+            "shared_no_grad": split.num_shared if applied and split is not None else None,
+            # vocabulary gathers run as the chunked LM head (replaycompile::chunked_logprobs)
+            "lm_head_chunked": self._lm_head_ran if applied else 0,
         })
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):
@@ -406,6 +433,50 @@ class ReplayGraph:
                     f"({b * t * t} elements > {MAX_MASK_PROBE_ELEMENTS}); running unpacked")
         return self._full_check(args, am)
 
+    def _packed_inputs(self, packed: PackedGraph, args, plan: ReplayPlan, split) -> list:
+        """The packed graph's inputs after the original ones, in the order ``PackedGraph.extra_inputs`` names."""
+        if self._bounds_gm is not None:
+            values = iter(int(v) for v in self._bounds_gm(*args))
+            bound = {n: next(values) for s in self.analysis.slices for n in (s.start, s.stop)
+                     if isinstance(n, fx.Node)}
+        slices = iter(self.analysis.slices)
+        # per packed space: its scatter [B, K] and its token count (the fused LM head's pairs come from them)
+        scatters = [(split or plan).scatter_index]
+        sizes = [plan.num_packed]
+        sel_shared: dict = {}                # slice space -> its selected shared tokens (detach_prefix)
+        out = []
+        for what in packed.extra_inputs:
+            if what == "plan":
+                out.extend(getattr(split, n) for n in SPLIT_INPUTS) if split is not None else \
+                    out.extend(getattr(plan, n) for n in PLAN_INPUTS)
+            elif what == "layout":
+                lay = split.block_layout_s(*packed.blocks) if split is not None else \
+                    plan.block_layout(*packed.blocks)
+                out.extend(lay.tensors())
+            elif what == "slice":
+                s = next(slices)
+                start = bound[s.start] if isinstance(s.start, fx.Node) else s.start
+                stop = bound[s.stop] if isinstance(s.stop, fx.Node) else s.stop
+                sel = (split or plan).select_columns(start, stop)
+                out.extend(sel)
+                scatters.append(sel[-1])
+                sizes.append(sum(int(x.shape[0]) for x in sel[:-1]))
+                sel_shared[len(sizes) - 1] = int(sel[0].shape[0])
+            elif what[0] == "pairs":  # the valid (b, k) of a space, flat, and the packed row each reads
+                scatter = scatters[what[1]].reshape(-1)
+                if split is None:
+                    flat = torch.nonzero(scatter < sizes[what[1]]).reshape(-1)
+                    out.extend((flat, scatter.index_select(0, flat)))
+                    continue
+                # per stream: rows of the shared tokens come first in every space
+                n_s = split.num_shared if what[1] == 0 else int(sel_shared[what[1]])
+                for lo, hi in ((0, n_s), (n_s, sizes[what[1]])):
+                    flat = torch.nonzero((scatter >= lo) & (scatter < hi)).reshape(-1)
+                    out.extend((flat, scatter.index_select(0, flat)))
+            else:
+                raise AssertionError(f"unknown packed-graph input {what!r}")
+        return out
+
     def __call__(self, *args):
         if not self.candidate:
             return self.plain(*args)  # nothing to share; leaves last_stats() to the graphs that have
@@ -442,26 +513,34 @@ class ReplayGraph:
                 log.warning("replay: not applied: %s (logged once for this graph; last_stats() reports every "
                             "call)", why)
             return self._fallback(why, args, plan, log_it=False)
+        split = split_shared(plan) if self.packed.detach_prefix else None
+        if split is not None and min(split.num_shared, split.num_branch) < 2:
+            # the two streams would carry 0 or 1 tokens (specialised shapes, recompiles); nothing to detach from
+            why = (f"detach_prefix: the batch has {split.num_shared} shared and {split.num_branch} branch tokens "
+                   f"(fewer than 2 of one kind); running it unpacked, exact")
+            return self._fallback(why, args, plan, log_it=False)
         dev = ids.device
-        extra = [plan.gather_index, plan.columns, plan.scatter_index, plan.subtree_end, plan.seg_q,
-                 plan.seg_kv_ptr, plan.kv_ranges]
-        if self.packed.blocks is not None:
-            extra.extend(plan.block_layout(*self.packed.blocks).tensors())
-        if self.packed.detach_prefix:
-            extra.append(_shared_tokens(plan))
-        if self._bounds_gm is not None:
-            values = iter(int(v) for v in self._bounds_gm(*args))
-            bound = {n: next(values) for s in self.analysis.slices for n in (s.start, s.stop)
-                     if isinstance(n, fx.Node)}
-        for s in self.analysis.slices:
-            start = bound[s.start] if isinstance(s.start, fx.Node) else s.start
-            stop = bound[s.stop] if isinstance(s.stop, fx.Node) else s.stop
-            extra.extend(plan.select_columns(start, stop))
+        packed = self.packed
+        if self.packed_chunked is not None:
+            # the chunked graph's inputs are the plain one's plus the pairs; "auto" takes it where the pairs'
+            # float32 logits would reach LM_HEAD_CHUNKED_BYTES
+            extra = self._packed_inputs(self.packed_chunked, args, plan, split)
+            per_site = 4 if split is not None else 2      # (flat, rows) per stream, at the end
+            n_plain = len(extra) - per_site * self.packed_chunked.lm_head_sites
+            pairs = sum(int(x.shape[0]) for x in extra[n_plain::2])
+            if self.opts.lm_head == "chunked" or pairs * self.packed_chunked.lm_head_vocab * 4 >= \
+                    LM_HEAD_CHUNKED_BYTES:
+                packed = self.packed_chunked
+            else:
+                extra = extra[:n_plain]
+        else:
+            extra = self._packed_inputs(packed, args, plan, split)
+        self._lm_head_ran = packed.lm_head_sites
         # Dynamo guards on whether an input is a view (it checks ._base): pass plain tensors, so a view in one
         # call and a fresh tensor in the next do not recompile the packed graph.
         extra = [_not_a_view(x.to(dev)) for x in extra]
         args = [_not_a_view(x) if isinstance(x, torch.Tensor) else x for x in args]
-        first = self._packed is None
+        first = id(packed) not in self._packed_fns
         ran_before = calls_by_path()
         try:
             # capture_scalar_outputs: with dynamic=True Dynamo passes float module attributes as 0-d tensors
@@ -470,7 +549,7 @@ class ReplayGraph:
             # batch size, say) would otherwise share one symbol, and the next batch would recompile
             with torch._dynamo.config.patch(capture_scalar_outputs=True), \
                     torch.fx.experimental._config.patch(use_duck_shape=False):
-                out = self._packed_fn()(*args, *extra)
+                out = self._packed_fn(packed)(*args, *extra)
         except Exception as e:  # noqa: BLE001
             if not first:
                 raise
@@ -479,7 +558,7 @@ class ReplayGraph:
             self.reason = f"compiling the packed graph failed ({type(e).__name__}: {e}); running unpacked"
             return self._fallback(self.reason, args, plan)
         self._attention_ran = ran_since(ran_before)
-        self._stats(True, None, plan, args)
+        self._stats(True, None, plan, args, split)
         return out
 
 

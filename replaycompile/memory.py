@@ -29,13 +29,14 @@ LM head over R projected rows (logits R x V):
                               G x C x V gradients (log-softmax's and the gather's) still alive
     replay, lm_head="plain"   2 M V: inductor keeps the M x V logits of the unique predicting rows (M = sum c_i,
                               the unique tokens of the loss's slice) and allocates their gradient beside them
-    replay, lm_head="chunked" (``replaycompile::chunked_logprobs``, the backend's default) 3 k V in fp32 for
-                              chunks of k rows (k as passes/rewrite.py picks it: the power of two nearest below
-                              64 MiB / (4 V), within 64..4096): a chunk's logits, softmax and gradient, and 4 k V
-                              when there are several chunks (the next chunk's buffer is allocated before the last
-                              one's is freed: the op's docstring says "a few" buffers, these counts are what the
-                              measurements show -- the one empirical count in this model), plus the V x h
-                              weight-gradient accumulator and the M x h saved rows
+    replay, lm_head="chunked" (``replaycompile::chunked_logprobs``) (k + min(M - k, k)) V in fp32 for chunks of
+                              k rows (k as passes/rewrite.py picks it: the power of two at or below 64 MiB / (4 V),
+                              at most 4096): one chunk's logits (softmax and gradient computed in place), and the
+                              next chunk's while the last one's weight-gradient matmul still runs (an empirical
+                              count: measured +2% at one full chunk and a ragged one, +9% at three chunks), plus the
+                              V x h weight-gradient accumulator and the M x h saved rows
+    replay, lm_head="auto"    (the backend's default) "chunked" where M V 4 bytes reach the backend's
+                              LM_HEAD_CHUNKED_BYTES (1 GiB), else "plain"
 
 Parameter gradients: every parameter once (b per element), plus for eager_rows one more embedding-sized
 gradient while a row's gradient is added to the accumulated one.
@@ -46,7 +47,7 @@ Peaks per variant:
     eager_rows            grads + n S_tok + 3 (c + 1) V, for the longest row n = P + c (earlier rows' gradients
                           are already there; its activations are freed before the next row)
     replay exact          grads + N_u S_tok + head, N_u = P + sum c_i unique tokens
-    replay detach_prefix  the design being implemented (shared tokens run without autograd): the shared tokens
+    replay detach_prefix  (shared tokens run without autograd, passes/rewrite.py): the shared tokens
                           keep only their K and V per layer, 2 kd L elements each; the branches (sum c_i tokens)
                           keep the full replay set; peak = max(shared forward: K/V + one layer's live tensors of
                           the shared tokens, (2h + 3ff) each; branch backward: K/V + branch activations + 2 M V
@@ -126,11 +127,20 @@ def _per_token(m: _Dims, kind: str) -> float:
 
 def lm_head_chunk_rows(vocab: int) -> int:
     """Rows per chunk of the chunked LM head (the rule of passes/rewrite.py: about 64 MiB of fp32 logits)."""
-    return max(64, min(4096, 1 << max(0, ((64 << 20) // (4 * max(vocab, 1))).bit_length() - 1)))
+    from replaycompile.passes.rewrite import LM_HEAD_CHUNK_BYTES
+
+    return min(4096, 1 << max(0, (LM_HEAD_CHUNK_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
+
+
+def lm_head_auto(rows: int, vocab: int) -> str:
+    """What the backend's lm_head="auto" runs for ``rows`` predicting rows (backend.LM_HEAD_CHUNKED_BYTES)."""
+    from replaycompile.backend import LM_HEAD_CHUNKED_BYTES
+
+    return "chunked" if rows * vocab * 4 >= LM_HEAD_CHUNKED_BYTES else "plain"
 
 
 def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "exact", dtype=torch.float32,
-              variant: str = "replay", lm_head: str = "chunked") -> dict:
+              variant: str = "replay", lm_head: str = "auto") -> dict:
     """The terms of the prediction in bytes (``peak`` is their combination at the peak)."""
     m = _dims(config)
     b = _elem(dtype)
@@ -159,14 +169,19 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
         out["peak"] = grads + out["activations"] + out["head"] + out["accumulate"]
     else:
         M = sum(comps)
+        if lm_head == "auto":
+            lm_head = lm_head_auto(M, m.V)
         if lm_head == "plain":
             out["head"] = 2 * M * m.V * b
         elif lm_head == "chunked":
             k = min(lm_head_chunk_rows(m.V), M)
-            nbuf = 3 + (M > k)  # a chunk's logits, softmax and gradient; with several chunks, one more overlaps
-            out["head"] = nbuf * k * m.V * max(b, 4) + m.V * m.h * b + M * m.h * b
+            # one chunk's buffer (logits, then softmax and gradient in place), the next chunk's while the last
+            # one's weight-gradient matmul still holds it (measured: +2% at one chunk and a ragged one, +9% at
+            # three), the V x h weight-gradient accumulator and the M x h saved rows
+            overlap = min(M - k, k)
+            out["head"] = (k + overlap) * m.V * max(b, 4) + m.V * m.h * max(b, 4) + M * m.h * b
         else:
-            raise ValueError(f"lm_head must be 'chunked' or 'plain', got {lm_head!r}")
+            raise ValueError(f"lm_head must be 'auto', 'chunked' or 'plain', got {lm_head!r}")
         if mode == "exact":
             out["activations"] = (P + sum(comps)) * _per_token(m, "replay") * b
             out["peak"] = grads + out["activations"] + out["head"]
@@ -182,7 +197,7 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
 
 
 def predict_peak_bytes(config, group: int, prompt_len: int, response_len, mode: str = "exact",
-                       dtype=torch.float32, variant: str = "replay", lm_head: str = "chunked") -> int:
+                       dtype=torch.float32, variant: str = "replay", lm_head: str = "auto") -> int:
     """Predicted peak bytes allocated during one training step (one rank, one process), above the start.
 
     ``config``: a transformers PretrainedConfig (or a dict of its fields): hidden_size, num_hidden_layers,
@@ -190,14 +205,14 @@ def predict_peak_bytes(config, group: int, prompt_len: int, response_len, mode: 
     completion length for every row, or a sequence of ``group`` lengths. ``mode``: "exact" or "detach_prefix"
     (replay only). ``variant``: "eager" (padded, full logits), "eager_keep" (padded, logits_to_keep),
     "eager_rows" (row by row, unpadded), "replay", "replay_detach" (= replay with detach_prefix). ``lm_head``
-    (replay only): "chunked" (replaycompile::chunked_logprobs, the backend's default) or "plain" (M x V logits;
+    (replay only): "auto" (the backend's default), "chunked" (replaycompile::chunked_logprobs) or "plain" (M x V logits;
     the backend's ``lm_head="plain"`` option, or a graph whose LM head the rewrite does not chunk). The
     accounting is in the module docstring."""
     return int(breakdown(config, group, prompt_len, response_len, mode, dtype, variant, lm_head)["peak"])
 
 
 def max_prompt_len(config, group: int, response_len, budget_bytes: float, dtype=torch.float32,
-                   variant: str = "replay", mode: str = "exact", hi: int = 1 << 21, lm_head: str = "chunked") -> int:
+                   variant: str = "replay", mode: str = "exact", hi: int = 1 << 21, lm_head: str = "auto") -> int:
     """The longest prompt whose predicted peak fits ``budget_bytes`` (0 if none; ``hi`` if all up to it do)."""
     def fits(p):
         return predict_peak_bytes(config, group, p, response_len, mode, dtype, variant, lm_head) <= budget_bytes

@@ -59,10 +59,3 @@ def replay_gather(x: torch.Tensor, scatter: torch.Tensor, index: torch.Tensor) -
     out = rows[idx, index]
     return torch.where(valid, out, out.new_zeros(()))
 
-
-def detach_rows(x: torch.Tensor, shared: torch.Tensor, tdim: int) -> torch.Tensor:
-    """detach_prefix mode: shared tokens carry no gradient (LongStraw's approximation)."""
-    shape = [1] * x.dim()
-    shape[tdim] = -1
-    m = shared.view(shape)
-    return torch.where(m, x.detach(), x)

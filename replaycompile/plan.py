@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["ReplayPlan", "build_plan"]
+__all__ = ["ReplayPlan", "SharedSplit", "build_plan", "multiplicity", "split_shared"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -232,4 +232,116 @@ def build_plan(input_ids, attention_mask=None, position_ids=None) -> ReplayPlan:
         seg_q=seg_q.reshape(-1, 2),
         seg_kv_ptr=seg_kv_ptr,
         kv_ranges=kv_ranges,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class SharedSplit:
+    """A plan's packed tokens reordered shared-first, for ``detach_prefix``: the tokens that two or more rows
+    hold (S, ancestor-closed, so they form a prefix tree of their own, in DFS order) run without autograd, and
+    the tokens one row holds (R) run with it, attending to S's keys as constants.
+
+    New packed order: the S tokens in their DFS order, then the R tokens in theirs. In every segment of the
+    plan the S tokens come first (an ancestor is held by every row that holds its descendant), and all of a
+    segment's ancestors are S tokens (rows that share them), so both parts keep a segment CSR:
+
+    * S attention: ``subtree_end_s`` / ``seg_q_s`` / ``seg_kv_ptr_s`` / ``kv_ranges_s`` over the S tokens alone;
+    * R attention: ``seg_q_r`` in R coordinates, ``kv_ranges_r`` in the coordinates of ``cat(keys_S, keys_R)``
+      (ancestors and the segment's own S part as visible ranges, then its own R range, causal).
+    """
+
+    num_shared: int
+    num_branch: int
+    gather_s: torch.Tensor   # [N_S] flat b*T+t of each S token (as ReplayPlan.gather_index)
+    columns_s: torch.Tensor
+    gather_r: torch.Tensor   # [N_R]
+    columns_r: torch.Tensor
+    scatter_index: torch.Tensor  # [B, T] index into cat(S, R); N for pads
+    subtree_end_s: torch.Tensor
+    seg_q_s: torch.Tensor
+    seg_kv_ptr_s: torch.Tensor
+    kv_ranges_s: torch.Tensor
+    seg_q_r: torch.Tensor
+    seg_kv_ptr_r: torch.Tensor
+    kv_ranges_r: torch.Tensor
+
+    def block_layout_s(self, block_q: int, block_k: int):
+        """The S tree's block layout for the Triton kernels (the R attention runs the PyTorch path)."""
+        from replaycompile.kernels.block_sparse import BlockLayout, tree_block_mask
+
+        visible, full = tree_block_mask(self.subtree_end_s, block_q, block_k)
+        return BlockLayout.from_block_masks(visible, full, block_q, block_k, self.num_shared, self.num_shared)
+
+    def select_columns(self, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """As ``ReplayPlan.select_columns`` in the shared-first order, with the selected tokens split:
+        ``(index_s [M_S] into S, index_r [M_R] into R, scatter [B, K] into cat(selected S, selected R))``."""
+        n = self.num_shared + self.num_branch
+        sub = self.scatter_index[:, slice(start, stop)]
+        if sub.numel() == 0:
+            e = torch.empty(0, dtype=torch.int64)
+            return e, e.clone(), torch.empty(sub.shape, dtype=torch.int64)
+        uniq, inv = torch.unique(sub, sorted=True, return_inverse=True)
+        if int(uniq[-1]) == n:
+            uniq = uniq[:-1]
+        is_s = uniq < self.num_shared
+        return (uniq[is_s].to(torch.int64), (uniq[~is_s] - self.num_shared).to(torch.int64),
+                inv.to(torch.int64).reshape(sub.shape))
+
+
+def multiplicity(plan: ReplayPlan) -> torch.Tensor:
+    """int64 [N]: how many rows hold each packed token."""
+    s = plan.scatter_index.reshape(-1)
+    return torch.bincount(s[s < plan.num_packed], minlength=plan.num_packed)
+
+
+def split_shared(plan: ReplayPlan) -> SharedSplit:
+    """The plan reordered shared-first (see ``SharedSplit``)."""
+    i64 = torch.int64
+    n = plan.num_packed
+    shared = multiplicity(plan) >= 2
+    cs = torch.zeros(n + 1, dtype=i64)
+    cs[1:] = shared.to(i64).cumsum(0)            # S tokens before old index i
+    n_s = int(cs[-1])
+    new_of = torch.where(shared, cs[:-1], n_s + torch.arange(n, dtype=i64) - cs[:-1])
+    new_of = torch.cat((new_of, torch.tensor([n], dtype=i64)))   # pads stay N
+    old_s = torch.nonzero(shared).reshape(-1)
+    old_r = torch.nonzero(~shared).reshape(-1)
+    csl = cs.tolist()
+    seg_s, ranges_s, ptr_s = [], [], [0]
+    seg_r, ranges_r, ptr_r = [], [], [0]
+    for s, (qs, qe) in enumerate(plan.seg_q.tolist()):
+        lo, hi = int(plan.seg_kv_ptr[s]), int(plan.seg_kv_ptr[s + 1])
+        anc = [(csl[a], csl[b]) for a, b in plan.kv_ranges[lo:hi - 1].tolist()]   # all S tokens
+        s_lo, s_hi = csl[qs], csl[qe]                 # the segment's S part, in S coordinates
+        r_lo, r_hi = qs - csl[qs], qe - csl[qe]       # its R part, in R coordinates
+        if s_hi > s_lo:
+            seg_s.append((s_lo, s_hi))
+            ranges_s.extend(anc + [(s_lo, s_hi)])
+            ptr_s.append(len(ranges_s))
+        if r_hi > r_lo:
+            seg_r.append((r_lo, r_hi))
+            own_s = [(s_lo, s_hi)] if s_hi > s_lo else []
+            ranges_r.extend(anc + own_s + [(n_s + r_lo, n_s + r_hi)])
+            ptr_r.append(len(ranges_r))
+
+    def t2(x):
+        return torch.tensor(x, dtype=i64).reshape(-1, 2)
+
+    # subtree ends of S tokens, in S coordinates: a subtree of S tokens is contiguous in the old order
+    se_old = plan.subtree_end.index_select(0, old_s)
+    return SharedSplit(
+        num_shared=n_s,
+        num_branch=n - n_s,
+        gather_s=plan.gather_index.index_select(0, old_s),
+        columns_s=plan.columns.index_select(0, old_s),
+        gather_r=plan.gather_index.index_select(0, old_r),
+        columns_r=plan.columns.index_select(0, old_r),
+        scatter_index=new_of.index_select(0, plan.scatter_index.reshape(-1)).reshape(plan.scatter_index.shape),
+        subtree_end_s=cs.index_select(0, se_old),
+        seg_q_s=t2(seg_s),
+        seg_kv_ptr_s=torch.tensor(ptr_s, dtype=i64),
+        kv_ranges_s=t2(ranges_s),
+        seg_q_r=t2(seg_r),
+        seg_kv_ptr_r=torch.tensor(ptr_r, dtype=i64),
+        kv_ranges_r=t2(ranges_r),
     )

@@ -91,3 +91,21 @@ def test_inline_pass_flattens_nested_regions():
     assert all(n.meta.get("recompute") == CheckpointPolicy.PREFER_RECOMPUTE for n in ops)
     (out,) = gm(x, w)
     torch.testing.assert_close(out, fn(x, w))
+
+
+def test_packed_step_still_recomputes():
+    """The rewrite keeps the recompute tags on the packed nodes: a checkpointed packed step saves well under half
+    of what the same packed step saves without checkpointing (4 layers), and stays exact."""
+    from test_detach_prefix import _saved_bytes
+
+    ids, am, adv, p = group_batch(prompt_len=48)
+    saved = {}
+    for ckpt in (False, True):
+        torch._dynamo.reset()
+        model = tiny_model("qwen3", num_hidden_layers=4)
+        model.train()
+        if ckpt:
+            model.gradient_checkpointing_enable()
+        saved[ckpt] = _saved_bytes(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
+        assert replaycompile.last_stats()["applied"]
+    assert saved[True] < saved[False] / 2, saved

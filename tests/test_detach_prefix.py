@@ -1,0 +1,159 @@
+"""detach_prefix (LongStraw's approximation): the shared tokens run without autograd, the branches with it.
+
+The spec is a hand-written eager computation: each row's shared part (the tokens two or more rows hold) runs
+under ``torch.no_grad`` and hands its KV cache to the row's own tokens, which run with autograd; the shared
+positions' logits are constants. The backend must equal it, and save nothing for the shared tokens but the
+keys and values later tokens read.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import is_fake
+from helpers import AOT, assert_same_step, grpo_loss, prefix_keys, run, step_loss
+
+import replaycompile
+from replaycompile.models import tiny_model
+from replaycompile.plan import build_plan, split_shared
+
+DETACH = {**AOT, "mode": "detach_prefix"}
+
+
+def tree_batch(prompt_len=9, stems=((2, (4, 3)), (3, (5, 1, 2))), vocab=128, seed=0):
+    """Rows prompt + stem_j + tail_ji, right-padded; first tokens of sibling stems and tails differ, so the
+    shared part of each row is exactly its prompt and stem."""
+    g = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(1, vocab, (prompt_len,), generator=g)
+    rows = []
+    for j, (stem_len, tails) in enumerate(stems):
+        stem = torch.randint(1, vocab, (stem_len,), generator=g)
+        if stem_len:
+            stem[0] = 1 + j
+        for i, n in enumerate(tails):
+            tail = torch.randint(1, vocab, (n,), generator=g)
+            tail[0] = 10 + i
+            rows.append(torch.cat([prompt, stem, tail]))
+    t = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), t, dtype=torch.long)
+    am = torch.zeros(len(rows), t, dtype=torch.long)
+    for b, r in enumerate(rows):
+        ids[b, :len(r)] = r
+        am[b, :len(r)] = 1
+    adv = torch.randn(len(rows), generator=g)
+    return ids, am, adv, prompt_len
+
+
+def shared_lengths(ids, am) -> list[int]:
+    """Per row, how many leading tokens two or more rows hold (independent of replaycompile.plan)."""
+    keys, mask = prefix_keys(ids, am, None)
+    count: dict = {}
+    for b in range(len(keys)):
+        for t in range(len(keys[b])):
+            if mask[b][t]:
+                count[keys[b][t]] = count.get(keys[b][t], 0) + 1
+    return [sum(1 for t in range(len(keys[b])) if mask[b][t] and count[keys[b][t]] >= 2) for b in range(len(keys))]
+
+
+def detached_step(model, ids, am, adv, p):
+    """The spec: per row, the shared part under no_grad (logits kept as constants, KV cache handed on), then
+    the row's own tokens with autograd against that cache."""
+    rows = []
+    for b, s in enumerate(shared_lengths(ids, am)):
+        n = int(am[b].sum())
+        with torch.no_grad():
+            pre = model(input_ids=ids[b:b + 1, :s], use_cache=True)
+        own = model(input_ids=ids[b:b + 1, s:n], cache=copy.deepcopy(pre.cache),
+                    position_ids=torch.arange(s, n)[None], use_cache=True)
+        logits = torch.cat([pre.logits[0], own.logits[0]])
+        rows.append(torch.cat([logits, logits.new_zeros(ids.shape[1] - n, logits.shape[1])]))
+    return grpo_loss(torch.stack(rows), ids, am, adv, p)
+
+
+@pytest.mark.parametrize("batch", ["group", "tree"])
+def test_detach_prefix_equals_the_hand_written_detached_step(batch):
+    """Loss and every parameter gradient equal the hand-written computation (fp32, relative 1e-5); the shared
+    tokens really are the prompt (and stems), and the step was packed."""
+    model = tiny_model("qwen3")
+    if batch == "group":
+        ids, am, adv, p = tree_batch(stems=((0, (5, 3, 6, 4)),))   # no stems: G=4 rows of one prompt
+        n_shared = 9
+    else:
+        ids, am, adv, p = tree_batch()
+        n_shared = 9 + 2 + 3                                        # the prompt and both stems
+    ref = run(detached_step, model, ids, am, adv, p)
+    got = run(torch.compile(step_loss, backend="replay", options=DETACH), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["mode"] == "detach_prefix", st
+    assert st["shared_no_grad"] == n_shared, st
+    assert_same_step(ref, got)
+    exact = run(step_loss, model, ids, am, adv, p)
+    assert max(((got[1][k] - exact[1][k]).norm() / exact[1][k].norm()).item() for k in exact[1]) > 1e-3, \
+        "detach_prefix must differ from exact (else the test cannot tell them apart)"
+
+
+def _saved_bytes(fn, model, *args) -> int:
+    """Bytes of the tensors autograd saves for the backward, parameters (saved by reference) not counted."""
+    params = {q.untyped_storage().data_ptr() for q in model.parameters()}
+    total = [0]
+
+    def pack(t):
+        if is_fake(t) or torch._is_functional_tensor(t):
+            return t  # tracing: the compile runs under the hooks too
+        if t.untyped_storage().data_ptr() not in params:
+            total[0] += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = fn(model, *args)
+    loss.backward()
+    return total[0]
+
+
+def test_detach_prefix_saves_only_the_shared_keys_and_values():
+    """Autograd keeps nothing for the shared tokens but each layer's keys and values: with a long prompt and
+    short completions the step saves under a quarter of what exact saves, and at least those K/V."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = tree_batch(prompt_len=200, stems=((0, (5, 3, 6, 4)),))
+    exact = _saved_bytes(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
+    assert replaycompile.last_stats()["applied"]
+    torch._dynamo.reset()
+    detach = _saved_bytes(torch.compile(step_loss, backend="replay", options=DETACH), model, ids, am, adv, p)
+    assert replaycompile.last_stats()["applied"]
+    cfg = model.config
+    kv_shared = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 200 * 4
+    assert kv_shared <= detach < exact / 4, (detach, exact, kv_shared)
+
+
+def test_split_shared_visibility_is_the_tree():
+    """The two CSRs of the shared-first split see exactly the ancestors the plan's subtree_end says."""
+    ids, am, _, _ = tree_batch()
+    plan = build_plan(ids, am)
+    split = split_shared(plan)
+    n, n_s = plan.num_packed, split.num_shared
+    idx = torch.arange(n)
+    old_vis = (idx[None, :] <= idx[:, None]) & (idx[:, None] < plan.subtree_end[None, :])
+    # old index of each new position
+    new_of = split.scatter_index.reshape(-1)
+    old_of = torch.empty(n, dtype=torch.long)
+    flat_old = plan.scatter_index.reshape(-1)
+    real = flat_old < n
+    old_of[new_of[real]] = flat_old[real]
+    want = old_vis[old_of][:, old_of]
+    got = torch.zeros(n, n, dtype=torch.bool)
+    for seg_q, ptr, ranges, q0 in ((split.seg_q_s, split.seg_kv_ptr_s, split.kv_ranges_s, 0),
+                                   (split.seg_q_r, split.seg_kv_ptr_r, split.kv_ranges_r, n_s)):
+        for s, (qs, qe) in enumerate(seg_q.tolist()):
+            rs = ranges[ptr[s]:ptr[s + 1]].tolist()
+            for q in range(qs, qe):
+                for a, b in rs[:-1]:
+                    got[q0 + q, a:b] = True
+                got[q0 + q, rs[-1][0]:q0 + q + 1] = True
+    assert torch.equal(got, want)
+    se = torch.arange(n_s)
+    vis_s = (se[None, :] <= se[:, None]) & (se[:, None] < split.subtree_end_s[None, :])
+    assert torch.equal(vis_s, want[:n_s, :n_s])
+    assert torch.equal(split.gather_s, plan.gather_index[old_of[:n_s]])
+    assert torch.equal(split.gather_r, plan.gather_index[old_of[n_s:]])
