@@ -189,10 +189,12 @@ def make_variant(name: str):
     elif name == "eager_keep":
         fn = _loss_keep
     elif name == "replay":
-        fn = torch.compile(_fresh(_loss_full, "step_replay"), backend="replay", dynamic=None)
+        fn = torch.compile(_fresh(_loss_full, "step_replay"), backend="replay", dynamic=None,
+                           options={"lm_head": os.environ.get("REPLAY_BENCH_LM_HEAD", "auto")})
     elif name == "replay_detach":
         fn = torch.compile(_fresh(_loss_full, "step_replay_detach"), backend="replay", dynamic=None,
-                           options={"mode": "detach_prefix"})
+                           options={"mode": "detach_prefix",
+                                    "lm_head": os.environ.get("REPLAY_BENCH_LM_HEAD", "auto")})
     else:
         raise ValueError(f"unknown variant {name!r}; variants: {VARIANTS}")
 
@@ -688,7 +690,11 @@ def main(argv=None):
     ap.add_argument("--measure", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--abort-gb", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--lm-head", default=None, choices=["auto", "chunked", "plain"],
+                    help="the replay variants' lm_head option (default auto; memory-bound runs take chunked)")
     args = ap.parse_args(argv)
+    if args.lm_head:  # through the environment, so the measuring subprocesses take it too
+        os.environ["REPLAY_BENCH_LM_HEAD"] = args.lm_head
     q = args.quick
     args.model = args.model or ("quick" if q else "small")
     args.cmin = args.cmin or (32 if q else 256)
@@ -709,6 +715,7 @@ def main(argv=None):
     t_start = time.perf_counter()
     log(f"# long-context GRPO step: Qwen3-shaped {MODELS[args.model]} ({args.model!r}), fp32, G={args.group}, "
         f"prompts {args.lengths} (+0..28 tokens per step), completions {args.cmin}-{args.cmax} random per row; "
+        f"replay lm_head={os.environ.get('REPLAY_BENCH_LM_HEAD', 'auto')}; "
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
     log("# step = forward + GRPO loss (clipped ratio vs stored old log-probs) + backward; time: median over "
         "interleaved reps, a new batch and T every step; check: loss and every parameter gradient vs eager_rows")

@@ -295,3 +295,55 @@ def test_no_n_by_n_tensor():
     largest_segment = own * (prompt + own)  # a branch's queries x its visible keys
     assert largest.numel >= largest_segment  # the recorder sees the segment-level tensors
     assert largest.numel <= max(largest_segment, q.numel()) < n * n // 8, (largest.numel, n * n)
+
+
+def _suffix_case(dv=8):
+    """detach_prefix's branch attention: the queries of a plan's branch tokens over cat(shared keys, own keys),
+    from plan.split_shared of a two-level tree; the truth is the dense reference of the whole tree."""
+    from replaycompile.plan import build_plan, split_shared
+
+    ids = torch.tensor([[5, 6, 7, 1, 2, 3, 0], [5, 6, 7, 1, 2, 4, 9], [5, 6, 7, 8, 8, 0, 0], [5, 6, 7, 8, 3, 3, 3]])
+    am = (ids > 0).long()
+    am[0, 6] = 0
+    am[2, 5:] = 0
+    plan = build_plan(ids, am)
+    split = split_shared(plan)
+    n = plan.num_packed
+    # tokens in the shared-first order, and their visibility from the plan's subtree_end
+    new_of = split.scatter_index.reshape(-1)
+    flat_old = plan.scatter_index.reshape(-1)
+    old_of = torch.empty(n, dtype=torch.long)
+    old_of[new_of[flat_old < n]] = flat_old[flat_old < n]
+    idx = torch.arange(n)
+    vis = (idx[None, :] <= idx[:, None]) & (idx[:, None] < plan.subtree_end[None, :])
+    vis = vis[old_of][:, old_of]
+    q, k, v = make_qkv(n, 4, 2, 8, dv, torch.float32, 2)
+    return split, q, k, v, vis
+
+
+@pytest.mark.parametrize("dv", [8, 6])  # 6: the math path (the CPU flash kernel needs equal head dims)
+def test_fewer_queries_than_keys_is_the_suffix_of_the_tree(dv):
+    """Queries fewer than keys (the last Nq of them): out, lse and the gradients equal the dense reference's
+    rows for those queries."""
+    from replaycompile.kernels.block_sparse_reference import masked_attention_reference
+
+    split, q, k, v, vis = _suffix_case(dv)
+    n_s = split.num_shared
+    assert 0 < n_s < q.shape[2]
+    qr = q[:, :, n_s:].detach().clone().requires_grad_()
+    kk, vv = k.detach().clone().requires_grad_(), v.detach().clone().requires_grad_()
+    out, lse = tree_attention(qr, kk, vv, torch.empty(0, dtype=torch.long), split.seg_q_r, split.seg_kv_ptr_r,
+                              split.kv_ranges_r, 0.3, *TORCH_PATH)
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    ref, ref_lse = masked_attention_reference(q64, k64, v64, vis[None], 0.3)
+    _close("out", torch.float32, out, ref[:, :, n_s:])
+    _close("lse", torch.float32, lse, ref_lse[:, :, n_s:])
+    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(4))
+    got = torch.autograd.grad(out, (qr, kk, vv), go)
+    want = torch.autograd.grad(ref[:, :, n_s:], (q64, k64, v64), go.double())
+    _close("dq", torch.float32, got[0], want[0][:, :, n_s:])
+    _close("dk", torch.float32, got[1], want[1])
+    _close("dv", torch.float32, got[2], want[2])
+    torch.library.opcheck(torch.ops.replaycompile.tree_attention.default,
+                          (qr, kk, vv, torch.empty(0, dtype=torch.long), split.seg_q_r, split.seg_kv_ptr_r,
+                           split.kv_ranges_r, 0.3, *TORCH_PATH))
