@@ -546,7 +546,8 @@ def budget_search(args, results):
     out = {}
     for v in args.budget_variants:
         pred_max = memory.max_prompt_len(cfg, args.group, [args.cmax] * args.group, budget, torch.float32, v,
-                                         hi=args.budget_max)
+                                         hi=args.budget_max,
+                                         lm_head=os.environ.get("REPLAY_BENCH_LM_HEAD", "auto"))
         probes = []
 
         def fits(p):
