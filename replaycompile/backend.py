@@ -137,10 +137,18 @@ def _inner_backend(name: str):
 
 
 class _CountingBackend:
-    """The inner compiler, counting how often it compiled (recompiles of the packed graph)."""
+    """The inner compiler, counting how often it compiled (recompiles of the packed graph).
 
-    def __init__(self, name: str):
+    Packed graphs compile with inductor's FX graph cache off: in torch 2.13 a cached backward of a packed graph
+    (dynamic plan sizes) can store a guard expression over the forward's argument names, and every later lookup
+    of that entry, in any process, fails with ``KeyError: 'args'`` inside the backward's compile (seen on the
+    chunked-LM-head graph). Recompiling costs seconds to a minute; a poisoned cache costs the run."""
+
+    def __init__(self, name: str, fx_graph_cache: bool = True):
         self.fn = _inner_backend(name)
+        if name == "inductor" and not fx_graph_cache:
+            fn = self.fn
+            self.fn = lambda gm, ex: fn(gm, ex, config_patches={"fx_graph_cache": False})
         self.compiles = 0
 
     def __call__(self, gm, example_inputs):
@@ -203,6 +211,7 @@ class ReplayGraph:
         self.packed_chunked: PackedGraph | None = None  # the same with the chunked LM head, where one fuses
         self._lm_head_ran = 0               # chunked LM-head sites the last packed call ran
         self._inner = _CountingBackend(opts.inner)
+        self._inner_packed = _CountingBackend(opts.inner, fx_graph_cache=False)
         cid = torch._guards.CompileContext.current_compile_id()
         # Dynamo's recompile index of this frame (0 on its first compile)
         self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
@@ -308,7 +317,7 @@ class ReplayGraph:
                 return gm(*args)
 
             self._packed_fns[id(packed)] = torch.compile(_own_code(run_packed, "replay_packed"),
-                                                         backend=self._inner, dynamic=True)
+                                                         backend=self._inner_packed, dynamic=True)
         return self._packed_fns[id(packed)]
 
     def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args, split=None) -> None:
@@ -324,7 +333,7 @@ class ReplayGraph:
             "tokens_computed": plan.num_packed if applied else (ids.numel() if ids is not None else None),
             "fallback_reason": reason,
             # Dynamo recompiles of this frame plus recompiles of its packed graph after the first
-            "recompiles": self.frame_recompiles + max(self._inner.compiles - 1, 0),
+            "recompiles": self.frame_recompiles + max(self._inner.compiles + self._inner_packed.compiles - 1, 0),
             "mode": self.opts.mode,
             # what ran, not what was asked for: unsupported inputs run the PyTorch path even with a layout
             "attention": self._attention_ran if applied else None,
