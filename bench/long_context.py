@@ -46,7 +46,6 @@ import pathlib
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import types
 
@@ -61,7 +60,7 @@ import torch  # noqa: E402
 import replaycompile  # noqa: E402
 from replaycompile import memory  # noqa: E402
 from replaycompile.models import tiny_config, tiny_model  # noqa: E402
-from replay_bench import grpo_loss_from_logp, heap_in_use  # noqa: E402
+from replay_bench import PeakHeap, grpo_loss_from_logp  # noqa: E402
 
 VARIANTS = ("eager", "eager_keep", "eager_rows", "replay", "replay_detach")
 BUDGET_VARIANTS = ("eager_keep", "eager_rows", "replay", "replay_detach")
@@ -231,36 +230,19 @@ def warm_up(fn, model, group, cmin, cmax, vocab):
 
 # ----------------------------------------------------------------------------------------------------- memory
 
-class Watch:
-    """PeakHeap (replay_bench) with a stop: the high-water mark of heap_in_use() above the start, sampled every
-    0.5 ms; past ``abort_bytes`` above the start it prints ``report`` as JSON and ends the process (exit 3)."""
+class Watch(PeakHeap):
+    """PeakHeap with a stop: past ``abort_bytes`` above the start it prints ``report`` as JSON and ends the
+    process (exit 3)."""
 
     def __init__(self, abort_bytes: float | None = None, report: dict | None = None):
         self.abort_bytes, self.report = abort_bytes, report or {}
 
-    def __enter__(self):
-        self.base = heap_in_use()
-        self.peak = self.base
-        self._stop = False
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
-        return self
-
-    def _run(self):
-        while not self._stop:
-            self.peak = max(self.peak, heap_in_use())
-            if self.abort_bytes is not None and self.peak - self.base > self.abort_bytes:
-                print(json.dumps({**self.report, "ok": False, "exceeded": True, "peak_bytes": self.peak - self.base,
-                                  "error": f"passed {self.abort_bytes / 2**30:.2f} GiB above the start; stopped"}),
-                      flush=True)
-                os._exit(3)
-            time.sleep(0.0005)
-
-    def __exit__(self, *exc):
-        self._stop = True
-        self._t.join()
-        self.peak = max(self.peak, heap_in_use())
-        self.delta = self.peak - self.base
+    def _sampled(self):
+        if self.abort_bytes is not None and self.peak - self.base > self.abort_bytes:
+            print(json.dumps({**self.report, "ok": False, "exceeded": True, "peak_bytes": self.peak - self.base,
+                              "error": f"passed {self.abort_bytes / 2**30:.2f} GiB above the start; stopped"}),
+                  flush=True)
+            os._exit(3)
 
 
 def measure_main(args) -> int:

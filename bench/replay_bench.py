@@ -61,7 +61,11 @@ class PeakHeap:
     def _run(self):
         while not self._stop:
             self.peak = max(self.peak, heap_in_use())
+            self._sampled()
             time.sleep(0.0005)
+
+    def _sampled(self):
+        """Called after every sample (subclasses act on the peak so far)."""
 
     def __exit__(self, *exc):
         self._stop = True
