@@ -10,6 +10,11 @@ Sparse rollouts (Sparrow): ``replaycompile.SparrowSchedule``, ``replaycompile.ro
 from . import rollout, sparrow
 from .backend import DEFAULT_MIN_SHARED_TOKENS, ReplayOptions, last_stats, parse_options
 from .sparrow import SparrowSchedule
+from .integrations.trl import install_guard as _install_trl_guard
+
+# GRPOTrainer(model=torch.compile(model, backend="replay")) would never run replay (TRL replaces the forward):
+# refuse it with a pointer to replaycompile.integrations.trl.compile_trainer (imports nothing of TRL)
+_install_trl_guard()
 
 __all__ = ["last_stats", "parse_options", "ReplayOptions", "DEFAULT_MIN_SHARED_TOKENS", "SparrowSchedule",
            "rollout", "sparrow"]
