@@ -32,6 +32,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
+from . import autocast as _autocast
 from .block_sparse import BlockLayout
 
 __all__ = ["forward", "backward", "block_sparse_attention", "supported", "default_blocks"]
@@ -444,3 +445,7 @@ def _bs_backward(ctx, grad_out, grad_lse):
 
 
 block_sparse_attention.register_autograd(_bs_backward, setup_context=_bs_setup)
+
+# Under autocast the op is cast as the SDPA it replaces: q, k, v to the autocast dtype (kernels/autocast.py)
+_autocast.register(block_sparse_attention, cast=("q", "k", "v"))
+_autocast.register(block_sparse_attention_backward)

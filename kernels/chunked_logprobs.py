@@ -31,7 +31,8 @@ loss is a scalar, so it computes the input and weight gradients during the forwa
 Here the outputs are per-row and their gradients (advantages, masks) are only known in backward, so the
 backward recomputes instead. Pure torch matmuls per chunk: the same code runs on CPU and CUDA.
 
-Not handled: autocast (a custom op is not cast by autocast; the caller passes tensors of one dtype).
+Autocast: the op is not cast by autocast and runs with it off inside (``kernels/autocast.py``); it computes in
+its inputs' dtypes. The rewrite casts hidden and weight to the dtype the linear it replaces ran in.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+from . import autocast as _autocast
 
 __all__ = ["chunked_logprobs", "chunked_logprobs_backward"]
 
@@ -242,3 +245,9 @@ def _backward(ctx, grad_logp, grad_entropy, _grad_lse):
 
 
 chunked_logprobs.register_autograd(_backward, setup_context=_setup_context)
+
+# Autocast does not cast the chunked LM head: it computes in its inputs' dtypes, with autocast off inside (its
+# matmuls are not cast behind its fake's back). The rewrite casts hidden and weight to the dtype the replaced
+# linear ran in (passes/rewrite.py), so the op is exact wherever it lands relative to an autocast region.
+_autocast.register(chunked_logprobs)
+_autocast.register(chunked_logprobs_backward)

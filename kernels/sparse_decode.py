@@ -31,6 +31,8 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
+from . import autocast as _autocast
+
 log = logging.getLogger("replaycompile")
 
 __all__ = ["sparrow_budget", "sparse_decode", "dense_decode", "select_pages", "reset_page_state", "visible_keys",
@@ -365,3 +367,8 @@ def sparse_decode(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, budget: Tensor,
 @sparse_decode.register_fake
 def _sparse_decode_fake(q, k, v, mask, budget, scale, page_size, sink, local, use_triton, state_key, dense=False):
     return q.new_empty(q.shape[:3] + (v.shape[-1],))
+
+# Under autocast the decode attention is cast as the SDPA it replaces: q and the cache's k, v to the autocast
+# dtype (kernels/autocast.py). The mask is read only as visible / not visible, which no cast changes
+_autocast.register(sparse_decode, cast=("q", "k", "v"))
+_autocast.register(sparrow_budget)

@@ -43,6 +43,7 @@ from collections import Counter
 import torch
 from torch import Tensor
 
+from . import autocast as _autocast
 from . import block_sparse_attention as _triton
 from .block_sparse import BlockLayout
 
@@ -394,3 +395,8 @@ def _backward(ctx, grad_out, grad_lse):
 
 
 tree_attention.register_autograd(_backward, setup_context=_setup_context)
+
+# Under autocast the op is cast as the SDPA it replaces: q, k, v to the autocast dtype (kernels/autocast.py); the
+# backward runs in the dtypes the forward saved, with autocast off inside
+_autocast.register(tree_attention, cast=("q", "k", "v"))
+_autocast.register(tree_attention_backward)

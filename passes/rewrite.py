@@ -121,7 +121,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
         extra.append("slice")
     chains = lm_head_chains(gm, a) if chunked_lm_head else {}
     pairs = {}
-    for i, (gather, (h, _, _)) in enumerate(chains.items()):
+    for i, (gather, (h, _, _, _)) in enumerate(chains.items()):
         # per stream: the flat (b, k) of each valid pair and the packed row it reads (in space order)
         pairs[gather] = [(g.placeholder(f"rc_pairs{i}_flat_{st.name}"), g.placeholder(f"rc_pairs{i}_rows_{st.name}"))
                          for st in streams]
@@ -194,13 +194,13 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
             continue
         if k == "row":
             if n in chains:
-                h, w, bias = chains[n]
+                h, w, bias, dtype = chains[n]
                 # the shared rows' logits are constants under detach_prefix: their pairs read a detached head
                 parts = [(flat, rows, no_grad(get_row(w), w) if st.no_grad else get_row(w),
                           no_grad(get_row(bias), bias) if st.no_grad and bias is not None else get_row(bias))
                          for st, (flat, rows) in zip(streams, pairs[n])]
                 row_env[n] = _emit_chunked_logprobs(g, n, _shape(w), full(h, a.space[h]), parts,
-                                                    get_row(_gather_args(n)[2]), scat[a.space[h]])
+                                                    get_row(_gather_args(n)[2]), scat[a.space[h]], dtype)
                 continue
             if n in a.boundaries and _is_vocab_gather(n, a):
                 base, dim, index = _gather_args(n)
@@ -242,7 +242,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
     g.eliminate_dead_code()
     new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
-    vocab = max((int(_shape(w)[0]) for _, w, _ in chains.values()), default=0)
+    vocab = max((int(_shape(w)[0]) for _, w, _, _ in chains.values()), default=0)
     return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab)
 
 
@@ -266,11 +266,12 @@ def _log_softmax_input(n: fx.Node):
 
 def lm_head_chains(gm: fx.GraphModule, a: GraphAnalysis) -> dict:
     """Vocabulary gathers that read the LM head only through a log-softmax: ``gather(log_softmax(
-    [float](linear(h, W, b)), -1), -1, targets)`` where each intermediate has that one user, the targets have
-    one per position, and the graph has no autocast region (the fused op computes in the weight's dtype, not
-    the autocast one). gather node -> (h, W, b or None)."""
-    if any("autocast" in str(getattr(n, "target", "")) for n in gm.graph.nodes):
-        return {}
+    [float...](linear(h, W, b)), -1), -1, targets)`` where each intermediate has that one user and the targets
+    have one per position. gather node -> (h, W, b or None, dtype): ``dtype`` is the one the linear computed in,
+    its output's (under autocast that is the autocast dtype, whatever h and W are): the chunked op gets h, W and
+    b cast to it, so it is exact wherever it lands relative to an autocast region. Where autocast cast the
+    linear, the log-softmax must run in the op's float32 (a ``.float()`` before it, or an autocast rule that
+    upcasts it, as on CUDA), else the chain keeps the plain path: CPU autocast runs a bf16 log-softmax."""
     out = {}
     for n in gm.graph.nodes:
         if a.kind.get(n) != "row" or n not in a.boundaries or not _is_vocab_gather(n, a):
@@ -282,38 +283,49 @@ def lm_head_chains(gm: fx.GraphModule, a: GraphAnalysis) -> dict:
         x = _log_softmax_input(base)
         if x is None or not _single_user(x):
             continue
-        if op_name(x) in ("float", "to") and len(x.args) >= 1 and isinstance(x.args[0], fx.Node):
+        ok = True
+        while op_name(x) in ("float", "to") and len(x.args) >= 1 and isinstance(x.args[0], fx.Node):
             v, vx = _val(x), _val(x.args[0])
             if not (isinstance(v, torch.Tensor) and isinstance(vx, torch.Tensor) and v.dtype == torch.float32
                     and v.shape == vx.shape) or not _single_user(x.args[0]):
-                continue
+                ok = False
+                break
             x = x.args[0]
-        if x.op != "call_function" or x.target not in _LINEAR:
+        if not ok or x.op != "call_function" or x.target not in _LINEAR:
             continue
         h = x.args[0]
         w = x.kwargs.get("weight", x.args[1] if len(x.args) > 1 else None)
         bias = x.kwargs.get("bias", x.args[2] if len(x.args) > 2 else None)
-        vh, vw = _val(h), _val(w)
-        if not (isinstance(vh, torch.Tensor) and isinstance(vw, torch.Tensor) and vw.dim() == 2
-                and vh.dtype == vw.dtype and a.kind.get(h) == "packed" and a.kind.get(w) != "packed"
-                and isinstance(vw.shape[1], int)):
+        vh, vw, vx, vb = _val(h), _val(w), _val(x), _val(bias)
+        if not (isinstance(vh, torch.Tensor) and isinstance(vw, torch.Tensor) and isinstance(vx, torch.Tensor)
+                and vw.dim() == 2 and a.kind.get(h) == "packed" and a.kind.get(w) != "packed"
+                and isinstance(vw.shape[1], int) and vx.is_floating_point()
+                and vh.is_floating_point() and vw.is_floating_point()):
             continue
-        out[n] = (h, w, bias)
+        dtype = vx.dtype
+        cast = {vh.dtype, vw.dtype} | ({vb.dtype} if isinstance(vb, torch.Tensor) else set())
+        if cast != {dtype}:  # autocast chose the linear's dtype
+            vs = _val(base)
+            if torch.float64 in cast or not isinstance(vs, torch.Tensor) or \
+                    vs.dtype != torch.promote_types(dtype, torch.float32):
+                continue
+        out[n] = (h, w, bias, dtype)
     return out
 
 
-def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, scatter) -> fx.Node:
+def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, scatter, dtype) -> fx.Node:
     """``gather(log_softmax(linear(h)), -1, index)`` at the valid (row, position) pairs of ``scatter``, zeros at
     pads, shaped like ``index``: the LM head runs on one packed row per pair (a shared last-prompt row once
-    per branch that reads it), ``chunk`` rows at a time. ``parts``: (pair_flat, pair_rows, weight, bias) per
-    stream."""
+    per branch that reads it), ``chunk`` rows at a time, in ``dtype`` (the replaced linear's; h, weight and bias
+    are cast to it where autocast cast them). ``parts``: (pair_flat, pair_rows, weight, bias) per stream."""
     vocab, hidden = int(w_shape[0]), int(w_shape[1])
     chunk = min(4096, 1 << max(0, (LM_HEAD_CHUNK_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
     h2 = g.call_method("reshape", (h, (-1, hidden)))
     idx = g.call_method("reshape", (index, (-1,)))
     out = None
     for pair_flat, pair_rows, w, bias in parts:
-        rows = g.call_function(torch.index_select, (h2, 0, pair_rows))
+        rows = _to(g, g.call_function(torch.index_select, (h2, 0, pair_rows)), dtype)
+        w, bias = _to(g, w, dtype), _to(g, bias, dtype)
         targets = g.call_function(torch.index_select, (idx, 0, pair_flat))
         res = g.call_function(torch.ops.replaycompile.chunked_logprobs.default,
                               (rows, w, bias, targets, chunk, False, 0.0))
@@ -322,6 +334,11 @@ def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, sc
             out = g.call_method("new_zeros", (logp, (g.call_method("numel", (scatter,)),)))
         out = g.call_method("index_copy", (out, 0, pair_flat, logp))
     return g.call_method("view_as", (out, index))
+
+
+def _to(g: fx.Graph, x, dtype):
+    """``x.to(dtype)`` where ``x`` (a node of the new graph, or None) may hold another dtype; a no-op there."""
+    return x if x is None else g.call_method("to", (x, dtype))
 
 
 def _is_vocab_gather(n: fx.Node, a: GraphAnalysis) -> bool:

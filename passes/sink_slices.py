@@ -4,10 +4,16 @@ A loss usually slices the logits (``logits[:, P-1:-1]``) after the LM head. Both
 values, but in the second the vocabulary projection runs only on the selected positions; once the analysis
 turns the slice into a re-pack of the selected unique tokens, the LM head, the log-softmax and their
 backward run once per unique predicting token. Semantics-preserving on any graph; runs before the analysis.
+
+Autocast regions traced into the graph (``_enter_autocast`` / ``_exit_autocast``, e.g. accelerate's autocast
+around ``model.forward`` with the loss outside it) are respected: a moved op keeps the dtypes it ran in. A
+linear moved out of a region gets its inputs cast explicitly to the dtype it computed in there (what autocast's
+lower-precision rule does), and a move whose op would compute in another dtype at its new place is not made.
 """
 
 from __future__ import annotations
 
+import contextlib
 import operator
 
 import torch
@@ -37,13 +43,48 @@ def _touched(idx) -> int:
     return k
 
 
-def _fake(fn, *args):
+def _fake(fn, *args, regions=()):
+    """``fn`` on the example values of ``args``, under the autocast ``regions`` a node at the new place runs in
+    (the ambient autocast state, which Dynamo guards on, is already the current one)."""
     vals = [_val(a) for a in args]
     mode = next((v.fake_mode for v in vals if hasattr(v, "fake_mode")), None)
     if mode is None:
         return None
-    with mode:
-        return fn(*vals)
+    with contextlib.ExitStack() as stack:
+        for device_type, dtype, enabled, cache_enabled in regions:
+            stack.enter_context(torch.autocast(device_type, dtype=dtype, enabled=enabled,
+                                               cache_enabled=cache_enabled))
+        with mode:
+            return fn(*vals)
+
+
+_ENTER, _EXIT = torch.amp.autocast_mode._enter_autocast, torch.amp.autocast_mode._exit_autocast
+
+
+def _autocast_regions(graph: fx.Graph) -> dict:
+    """node -> the autocast regions traced into the graph that enclose it, outermost first (each as its
+    ``_enter_autocast`` arguments: device type, dtype, enabled, cache_enabled)."""
+    out, stack = {}, []
+    for n in graph.nodes:
+        if n.op == "call_function" and n.target is _EXIT and stack:
+            stack = [e for e in stack if e[0] is not n.args[0]]
+        out[n] = tuple(e[1] for e in stack)
+        if n.op == "call_function" and n.target is _ENTER:
+            stack = stack + [(n, tuple(n.args) + (None,) * (4 - len(n.args)))]
+    return out
+
+
+def _cast_to(graph: fx.Graph, a, dtype: torch.dtype, made: list):
+    """``a.to(dtype)`` for a floating tensor node of another dtype (float64 excepted, as autocast does); the
+    new node is appended to ``made``."""
+    v = _val(a)
+    if not isinstance(a, fx.Node) or not isinstance(v, torch.Tensor) or not v.is_floating_point() or \
+            v.dtype in (dtype, torch.float64):
+        return a
+    node = graph.call_method("to", (a, dtype))
+    node.meta["example_value"] = _fake(lambda t: t.to(dtype), a)
+    made.append(node)
+    return node
 
 
 def sink_slices(gm: fx.GraphModule) -> int:
@@ -52,6 +93,7 @@ def sink_slices(gm: fx.GraphModule) -> int:
     changed = True
     while changed:
         changed = False
+        regions = _autocast_regions(gm.graph)  # nodes inserted below take the regions of the slice they replace
         for g in list(gm.graph.nodes):
             if not (g.op == "call_function" and g.target is operator.getitem):
                 continue
@@ -88,20 +130,32 @@ def sink_slices(gm: fx.GraphModule) -> int:
             if not ok:
                 continue
             idx_vals = tuple(slice(_val(x_.start), _val(x_.stop), _val(x_.step)) for x_ in idx)
+            here = regions.get(g, ())
+            # an autocast boundary lies between x and the slice: a linear keeps the dtype it computed in
+            cast = xv.dtype if regions.get(x, ()) != here and x.op == "call_function" and x.target in _LINEAR \
+                else None
+            made = []
             # insert where the old slice stood: its bounds may be computed after ``x``
             with gm.graph.inserting_before(g):
                 new_slice = gm.graph.call_function(operator.getitem, (y, idx))
-                new_slice.meta["example_value"] = _fake(lambda v: v[idx_vals], y)
+                new_slice.meta["example_value"] = _fake(lambda v: v[idx_vals], y, regions=here)
+                made.append(new_slice)
                 new_args = tuple(new_slice if a is y else a for a in x.args)
+                if cast is not None:
+                    new_args = tuple(_cast_to(gm.graph, a, cast, made) for a in new_args)
                 new_x = gm.graph.create_node(x.op, x.target, new_args, dict(x.kwargs))
+                made.append(new_x)
                 if x.op == "call_method":
                     new_x.meta["example_value"] = _fake(lambda v, *r: getattr(v, x.target)(*r, **x.kwargs),
-                                                        *new_args)
+                                                        *new_args, regions=here)
                 else:
-                    new_x.meta["example_value"] = _fake(lambda *r: x.target(*r, **x.kwargs), *new_args)
-            if new_slice.meta["example_value"] is None or new_x.meta["example_value"] is None:
-                gm.graph.erase_node(new_x)
-                gm.graph.erase_node(new_slice)
+                    new_x.meta["example_value"] = _fake(lambda *r: x.target(*r, **x.kwargs), *new_args,
+                                                        regions=here)
+            nv = new_x.meta["example_value"]
+            if any(m.meta["example_value"] is None for m in made) or nv.dtype != xv.dtype:
+                # unknown values, or the op would compute in another dtype at the new place: leave it there
+                for m in reversed(made):
+                    gm.graph.erase_node(m)
                 continue
             g.replace_all_uses_with(new_x)
             gm.graph.erase_node(g)
