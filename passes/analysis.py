@@ -125,6 +125,7 @@ class GraphAnalysis:
     tokenfn: set = field(default_factory=set)     # row values that are per-token functions of the token inputs
     paramdep: set = field(default_factory=set)    # values computed from parameters only (weights)
     boundaries: dict = field(default_factory=dict)  # row node fed by packed values -> why it leaves the region
+    seeded: dict = field(default_factory=dict)    # continuation: placeholder -> roles of an activation input
     reason: str | None = None                     # why the graph is declined (None: it can be packed)
     candidate: bool = True                        # False: no attention or no token ids (nothing to share)
 
@@ -335,7 +336,8 @@ def _dim_arg(node: fx.Node, pos: int, default=None):
 
 # ------------------------------------------------------------------------------------------------- analysis
 
-def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis) -> None:
+def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis, no_attention_reason: str | None = None
+                 ) -> None:
     graph = gm.graph
     emb = [n for n in graph.nodes if n.op == "call_function" and n.target in _EMBEDDING]
     for e in emb:
@@ -344,7 +346,8 @@ def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis) -> None:
             a.ids = ids
             break
     if a.ids is None:
-        raise _NotCandidate("no token-id input feeding an embedding was found (inputs_embeds or a non-LM graph)")
+        raise _NotCandidate(no_attention_reason or
+                            "no token-id input feeding an embedding was found (inputs_embeds or a non-LM graph)")
     a.batch, a.seq = _shape(a.ids)
     for axis, size in (("batch", a.batch), ("sequence", a.seq)):
         if isinstance(size, int) and size == 1:
@@ -361,6 +364,12 @@ def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis) -> None:
     for s in sites:
         if isinstance(s.mask, fx.Node):
             mask_feeders |= nx.ancestors(g, s.mask) | {s.mask}
+    if not sites:  # no attention here: the masks built for later graphs ([.., T, T] values) name the padding mask
+        for n in graph.nodes:
+            v = _val(n)
+            if n.op != "placeholder" and isinstance(v, torch.Tensor) and v.dim() == 4 and \
+                    same_size(v.shape[-1], a.seq) and same_size(v.shape[-2], a.seq):
+                mask_feeders |= nx.ancestors(g, n) | {n}
     qkv_feeders: set = set()
     for s in sites:
         for x in (s.q, s.k, s.v):
@@ -424,10 +433,14 @@ def _mask_only_nodes(gm: fx.GraphModule, sites: list) -> set:
     return only
 
 
-def analyze(gm: fx.GraphModule) -> GraphAnalysis:
+def analyze(gm: fx.GraphModule, seeds: dict | None = None) -> GraphAnalysis:
+    """The graph's facts. ``seeds`` ({placeholder name: roles}) analyses a *continuation* graph: one without
+    token ids whose named inputs are activations of the batch (``[B, T, ...]`` values whose entry at (b, t)
+    the caller knows to be a function of the row's prefix up to t, e.g. the hidden states a graph break or a
+    DDP/FSDP split passes on). They enter the packed region directly; the caller supplies the plan."""
     a = GraphAnalysis()
     try:
-        _analyze(gm, a)
+        _analyze(gm, a, seeds)
     except _NotCandidate as e:
         a.reason, a.candidate = str(e), False
     except Decline as e:
@@ -435,11 +448,32 @@ def analyze(gm: fx.GraphModule) -> GraphAnalysis:
     return a
 
 
-def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
+def _seed_inputs(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict) -> None:
+    by_name = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    for name, roles in seeds.items():
+        if name not in by_name:
+            raise Decline(f"continuation input `{name}` is not an input of the graph")
+        a.seeded[by_name[name]] = tuple(roles)
+    if not a.seeded:
+        raise _NotCandidate("no activation input of the batch to continue packing from")
+    first, roles = next(iter(a.seeded.items()))
+    shape = _shape(first)
+    if roles.count(T) != 1:
+        raise Decline(f"continuation input `{first.name}` has no sequence axis")
+    a.seq = shape[roles.index(T)]
+    a.batch = shape[roles.index(B)] if B in roles else 1
+
+
+def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) -> None:
     sites = find_attention_sites(gm)
-    if not sites:
-        raise _NotCandidate("the graph has no attention, so there is no shared prefix to compute once")
-    _find_inputs(gm, sites, a)
+    if seeds:
+        _seed_inputs(gm, a, seeds)
+    else:
+        # a graph with token ids but no attention (the head of a forward that a DDP bucket split or a graph
+        # break cut before the first attention) is packed too, so the graphs after it can continue from its
+        # outputs; without token ids it has nothing to share
+        _find_inputs(gm, sites, a, no_attention_reason=None if sites else
+                     "the graph has no attention, so there is no shared prefix to compute once")
     a.attention = sites
     by_node = {s.node: s for s in sites}
     internal = set().union(*[s.internal for s in sites])
@@ -459,6 +493,9 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis) -> None:
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             v = _val(n)
+            if n in a.seeded:  # an activation of the batch: packed from the start (gathered on entry)
+                kind[n], roles[n], space[n] = "packed", a.seeded[n], 0
+                continue
             kind[n] = "row"
             if n in a.token_inputs:
                 roles[n] = (B, T) if same_size(v.shape[0], a.batch) else (None, T)

@@ -185,6 +185,14 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
         v = get_row(x)
         return no_grad(v, x) if st.no_grad else v
 
+    # continuation inputs (activations a graph break passed on): gathered to the packed tokens on entry; their
+    # entries at two (b, t) that share a packed token are equal, which the caller checked or knows
+    for p, r in a.seeded.items():
+        for st in streams:
+            v = g.call_function(ops.pack_rows, (row_env[p], r.index(B) if B in r else None, r.index(T),
+                                                st.gath[0], st.cols[0]))
+            st.env[p] = no_grad(v, p) if st.no_grad else v
+
     sites = {s.node: s for s in a.attention}
     for n in old_nodes:
         if n.op in ("placeholder", "output"):

@@ -22,7 +22,7 @@ import torch.fx as fx
 import torch.fx.experimental._config  # noqa: F401 - use_duck_shape, patched around the packed call
 
 from replaycompile.passes import mask_probe
-from replaycompile.passes.analysis import Decline, GraphAnalysis, analyze
+from replaycompile.passes.analysis import B, T, Decline, GraphAnalysis, analyze, find_attention_sites
 from replaycompile.passes.rewrite import PLAN_INPUTS, SPLIT_INPUTS, PackedGraph, rewrite
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.sink_slices import sink_slices
@@ -30,7 +30,7 @@ from replaycompile.passes.sink_slices import sink_slices
 from replaycompile.kernels.block_sparse_attention import default_blocks
 from replaycompile.kernels.tree_attention import calls_by_path, ran_since
 
-from .plan import ReplayPlan, build_plan, split_shared
+from .plan import ReplayPlan, build_plan, content_plan, shares_exactly, split_shared
 
 log = logging.getLogger("replaycompile")
 
@@ -102,14 +102,40 @@ def last_stats() -> dict | None:
 
 
 _calls = itertools.count(1)
+# the step being recorded: the graphs that ran on one batch (one plan), in call order
+_step: dict = {"key": None, "graphs": []}
+_partial_logged: set = set()
 
 
-def _record(stats: dict) -> None:
-    """Stats of one call; ``call`` numbers them, so a caller can tell fresh stats from those of an earlier call
-    (a call Dynamo ran without the backend, e.g. past its recompile limit, records nothing)."""
+def _record(stats: dict, key: Any = None, graph: str | None = None) -> None:
+    """Stats of one call of one graph. Calls with the same ``key`` (the batch whose plan they share: the graphs
+    of one forward that a graph break, a DDP bucket split or FSDP cut apart) make up one step; ``last_stats()``
+    is that step: the first graph's figures, ``applied`` only if every graph that could share did, and
+    ``graphs`` listing each graph's own entry. ``call`` numbers them, so a caller can tell fresh stats from
+    those of an earlier call (a call Dynamo ran without the backend, e.g. past its recompile limit, records
+    nothing)."""
     global _last_stats
     with _stats_lock:
-        _last_stats = {**stats, "call": next(_calls)}
+        if key is None or key is not _step["key"]:
+            _step["key"], _step["graphs"] = key, []
+        entry = {**stats, "graph": graph}
+        graphs = _step["graphs"]
+        graphs.append(entry)
+        summary = dict(graphs[0])
+        summary["applied"] = all(g["applied"] for g in graphs)
+        unpacked = [g for g in graphs if not g["applied"]]
+        if len(graphs) > 1 and unpacked:
+            summary["fallback_reason"] = "; ".join(f"graph {g['graph']} ran unpacked: {g['fallback_reason']}"
+                                                   for g in unpacked)
+            if len(unpacked) < len(graphs) and (graph, stats.get("fallback_reason")) not in _partial_logged \
+                    and not entry["applied"]:
+                _partial_logged.add((graph, stats.get("fallback_reason")))
+                log.warning("replay: a step ran partly packed: graph %s ran unpacked (%s), %d of the step's %d "
+                            "graphs so far were packed; last_stats()['graphs'] lists each", graph,
+                            stats.get("fallback_reason"), len(graphs) - len(unpacked), len(graphs))
+        summary["graphs"] = [dict(g) for g in graphs]
+        summary["graphs_packed"] = len(graphs) - len(unpacked)
+        _last_stats = {**summary, "call": next(_calls)}
 
 
 def _log_once(reason: str) -> None:
@@ -188,6 +214,7 @@ def _not_a_view(x: torch.Tensor) -> torch.Tensor:
 
 
 _code_ids = itertools.count()
+_graph_ids = itertools.count(1)
 
 
 def _own_code(fn, name: str):
@@ -195,6 +222,70 @@ def _own_code(fn, name: str):
     one would evict each other (and count as recompiles) once a process holds several replay graphs."""
     code = fn.__code__.replace(co_name=f"{name}_{next(_code_ids)}")
     return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+
+
+# --------------------------------------------------------------------------------- packing across graphs
+
+# Output tensors of a packed graph carry the batch they were replayed from, so the next graph of the same
+# forward (after a graph break, a DDP bucket split or an FSDP module boundary) can pack its inputs again
+# without seeing the token ids: their entries at two (b, t) the plan maps to one packed token are equal.
+ROWS_ATTR = "_replaycompile_rows"
+
+
+class _Batch:
+    """One batch's plan and real tokens, shared by the graphs of one forward."""
+
+    def __init__(self, plan: ReplayPlan, valid: torch.Tensor):
+        self.plan = plan
+        self.valid = valid            # [B, T] 0/1: the tokens the plan packs
+        self.verified: list = []      # mask inputs verified against it (held, so their ids stay theirs)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    batch: _Batch
+    bdim: int | None
+    tdim: int
+
+
+def _output_rows(gm: fx.GraphModule, a: GraphAnalysis) -> list:
+    """(output index, bdim, tdim) of each graph output that is a whole-batch packed value, replayed."""
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    out = out if isinstance(out, (tuple, list)) else (out,)
+    rows = []
+    for i, x in enumerate(out):
+        r = a.roles.get(x) if isinstance(x, fx.Node) else None
+        if a.kind.get(x) == "packed" and a.space.get(x) == 0 and r is not None and B in r and T in r:
+            rows.append((i, r.index(B), r.index(T)))
+    return rows
+
+
+def _tag_outputs(out, rows: list, batch: _Batch) -> None:
+    seq = out if isinstance(out, (tuple, list)) else (out,)
+    for i, bdim, tdim in rows:
+        if i < len(seq) and isinstance(seq[i], torch.Tensor):
+            setattr(seq[i], ROWS_ATTR, _Rows(batch, bdim, tdim))
+
+
+def _valid_from_mask(vis: torch.Tensor, b: int, t: int) -> torch.Tensor:
+    """The real tokens of a causal-with-padding mask [.., T, T] (bool, True = visible): a query is real iff it
+    sees itself and no later key (a padded query row may be fully masked, or fully unmasked)."""
+    m = vis.reshape((1,) * (4 - vis.dim()) + tuple(vis.shape))[:, 0].expand(b, t, t)
+    later = torch.ones(t, t, dtype=torch.bool).triu(1)
+    return (m.diagonal(dim1=-2, dim2=-1) & ~(m & later).any(-1)).long()
+
+
+@dataclass
+class _Continuation:
+    """A graph without token ids, analysed and rewritten for a given set of activation inputs."""
+    analysis: GraphAnalysis | None
+    reason: str | None
+    packed: PackedGraph | None = None
+    mask_sites: list = None
+    mask_gm: Any = None
+    mask_inputs: tuple = ()       # placeholder positions the masks read
+    bounds_gm: Any = None
+    out_rows: list = None
 
 
 # ------------------------------------------------------------------------------------------------ the graph
@@ -215,6 +306,9 @@ class ReplayGraph:
         cid = torch._guards.CompileContext.current_compile_id()
         # Dynamo's recompile index of this frame (0 on its first compile)
         self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
+        self.name = f"{cid}#{next(_graph_ids)}" if cid is not None else f"#{next(_graph_ids)}"
+        self._continuations: dict = {}      # activation inputs (name -> roles) -> _Continuation
+        self._has_attention = False
         self.packed: PackedGraph | None = None
         self._probed: set = set()          # input shapes whose mask a full evaluation verified
         self._mask_structured = None        # the mask subgraph on chosen positions (passes/mask_probe.py)
@@ -250,7 +344,13 @@ class ReplayGraph:
             if square is not None:
                 self.reason = f"{self.reason} ({square})"
         self._pos = {n: i for i, n in enumerate(placeholders)}
+        self._placeholders = placeholders
         self.candidate = self.analysis.candidate
+        if not self.candidate:
+            try:
+                self._has_attention = bool(find_attention_sites(gm))
+            except Exception:  # noqa: BLE001 - only decides whether to try packing it later
+                self._has_attention = False
         if self.reason is not None:
             self._plain = self._inner(gm, example_inputs)  # declined for good: compile it as Dynamo gave it
             if self.candidate:
@@ -267,18 +367,20 @@ class ReplayGraph:
             bounds = [b for s in self.analysis.slices for b in (s.start, s.stop) if isinstance(b, fx.Node)]
             self._bounds_gm = mask_probe.subgraph_module(gm, bounds) if bounds else None
 
-    def _attention_blocks(self, example_inputs) -> tuple[int, int] | None:
+    def _attention_blocks(self, example_inputs, a: GraphAnalysis | None = None, device: str | None = None
+                          ) -> tuple[int, int] | None:
         """Block sizes of the Triton tree attention, or None for the PyTorch path.
 
         ``attention="triton"`` always takes the kernels (on CPU tensors they run in the Triton interpreter:
         slow, for testing); ``"auto"`` takes them on CUDA; ``"torch"`` never.
         """
-        a = self.analysis
+        a = a or self.analysis
         if self.opts.attention == "torch" or not a.attention:
             return None
-        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
-        ids = example_inputs[placeholders.index(a.ids)] if a.ids in placeholders else None
-        device = ids.device.type if isinstance(ids, torch.Tensor) else "cpu"
+        if device is None:
+            placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+            ids = example_inputs[placeholders.index(a.ids)] if a.ids in placeholders else None
+            device = ids.device.type if isinstance(ids, torch.Tensor) else "cpu"
         if self.opts.attention == "auto" and device != "cuda":
             return None
         node = a.attention[0].q
@@ -320,17 +422,25 @@ class ReplayGraph:
                                                          backend=self._inner_packed, dynamic=True)
         return self._packed_fns[id(packed)]
 
-    def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args, split=None) -> None:
-        ids = args[self._pos[self.analysis.ids]] if self.analysis.ids is not None else None
-        am = args[self._pos[self.analysis.attention_mask]] if self.analysis.attention_mask is not None else None
-        rows = int(ids.shape[0]) if ids is not None else None
-        tokens_in = plan.tokens_in if plan is not None else (
-            int(am.sum()) if am is not None else (ids.numel() if ids is not None else None))
+    def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args, split=None, key=None,
+               continued: bool = False) -> None:
+        if continued:  # no token ids here: the batch's plan says what came in
+            rows, tokens_in = plan.batch_size, plan.tokens_in
+            unpacked = plan.batch_size * plan.seq_len
+        else:
+            ids = args[self._pos[self.analysis.ids]] if self.analysis.ids is not None else None
+            am = args[self._pos[self.analysis.attention_mask]] if self.analysis.attention_mask is not None else None
+            rows = int(ids.shape[0]) if ids is not None else None
+            tokens_in = plan.tokens_in if plan is not None else (
+                int(am.sum()) if am is not None else (ids.numel() if ids is not None else None))
+            unpacked = ids.numel() if ids is not None else None
         _record({
             "applied": applied,
             "rows": rows,
             "tokens_in": tokens_in,
-            "tokens_computed": plan.num_packed if applied else (ids.numel() if ids is not None else None),
+            "tokens_computed": plan.num_packed if applied else unpacked,
+            # packed from activations another graph of the step passed on (no token ids in this graph)
+            "continued": continued,
             "fallback_reason": reason,
             # Dynamo recompiles of this frame plus recompiles of its packed graph after the first
             "recompiles": self.frame_recompiles + max(self._inner.compiles + self._inner_packed.compiles - 1, 0),
@@ -341,7 +451,7 @@ class ReplayGraph:
             "shared_no_grad": split.num_shared if applied and split is not None else None,
             # vocabulary gathers run as the chunked LM head (replaycompile::chunked_logprobs)
             "lm_head_chunked": self._lm_head_ran if applied else 0,
-        })
+        }, key=key, graph=self.name)
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):
         if log_it:
@@ -442,13 +552,15 @@ class ReplayGraph:
                     f"({b * t * t} elements > {MAX_MASK_PROBE_ELEMENTS}); running unpacked")
         return self._full_check(args, am)
 
-    def _packed_inputs(self, packed: PackedGraph, args, plan: ReplayPlan, split) -> list:
+    def _packed_inputs(self, packed: PackedGraph, args, plan: ReplayPlan, split, a: GraphAnalysis | None = None,
+                       bounds_gm=None) -> list:
         """The packed graph's inputs after the original ones, in the order ``PackedGraph.extra_inputs`` names."""
-        if self._bounds_gm is not None:
-            values = iter(int(v) for v in self._bounds_gm(*args))
-            bound = {n: next(values) for s in self.analysis.slices for n in (s.start, s.stop)
-                     if isinstance(n, fx.Node)}
-        slices = iter(self.analysis.slices)
+        if a is None:
+            a, bounds_gm = self.analysis, self._bounds_gm
+        if bounds_gm is not None:
+            values = iter(int(v) for v in bounds_gm(*args))
+            bound = {n: next(values) for s in a.slices for n in (s.start, s.stop) if isinstance(n, fx.Node)}
+        slices = iter(a.slices)
         # per packed space: its scatter [B, K] and its token count (the fused LM head's pairs come from them)
         scatters = [(split or plan).scatter_index]
         sizes = [plan.num_packed]
@@ -488,7 +600,7 @@ class ReplayGraph:
 
     def __call__(self, *args):
         if not self.candidate:
-            return self.plain(*args)  # nothing to share; leaves last_stats() to the graphs that have
+            return self._continue(args)
         if self.reason is not None:
             return self._fallback(self.reason, args, log_it=False)
         a = self.analysis
@@ -567,8 +679,177 @@ class ReplayGraph:
             self.reason = f"compiling the packed graph failed ({type(e).__name__}: {e}); running unpacked"
             return self._fallback(self.reason, args, plan)
         self._attention_ran = ran_since(ran_before)
-        self._stats(True, None, plan, args, split)
+        batch = _Batch(plan, am.long() if am is not None else torch.ones(plan.batch_size, plan.seq_len,
+                                                                         dtype=torch.long))
+        if split is None:  # exact: the next graph of the forward may pack these outputs again
+            if not hasattr(self, "_out_rows"):
+                self._out_rows = _output_rows(self.gm, self.analysis)
+            _tag_outputs(out, self._out_rows, batch)
+        self._stats(True, None, plan, args, split, key=batch)
         return out
+
+    # -- continuation: a graph without token ids whose inputs are activations of a batch
+    def _continue(self, args):
+        """Pack a graph that holds no token ids (the layers after a graph break, a DDP bucket or an FSDP
+        module boundary) from its activation inputs.
+
+        The batch comes from the inputs' tags (outputs of an earlier packed graph of this forward), or, for the
+        first such graph of a forward whose activations came from code the backend did not see (FSDP runs the
+        embedding outside any graph), from the activations themselves (``plan.content_plan``; only graphs with
+        an attention, where sharing pays). Untagged activation inputs are packed only if they are equal, bit for
+        bit, wherever the plan shares a token (``plan.shares_exactly``); the masks are verified
+        causal-with-padding against the batch's real tokens. Anything else runs the graph as it is."""
+        tensors = [(i, x) for i, x in enumerate(args) if isinstance(x, torch.Tensor)
+                   and not isinstance(x, torch.nn.Parameter)]
+        tags = [(i, getattr(x, ROWS_ATTR)) for i, x in tensors if getattr(x, ROWS_ATTR, None) is not None]
+        log.debug("replay: graph %s: %d tagged of %d tensor inputs, attention %s", self.name, len(tags),
+                  len(tensors), self._has_attention)
+        if len({id(t.batch) for _, t in tags}) > 1:
+            return self.plain(*args)  # activations of two batches: nothing this graph could share
+        if not tags and (not self._has_attention or self.opts.mode != "exact"):
+            return self.plain(*args)  # nothing to share, or nothing that pays for finding the plan
+        if tags:
+            batch = tags[0][1].batch
+            b, t = batch.plan.batch_size, batch.plan.seq_len
+        else:
+            b, t = self._batch_axes(tensors)
+            if b is None or b < 2 or t < 2:
+                return self.plain(*args)
+            batch = None
+        tagged = {i: (tg.bdim, tg.tdim) for i, tg in tags}
+        untagged = [(i, x) for i, x in tensors if i not in tagged and x.is_floating_point() and x.dim() >= 2
+                    and tuple(x.shape[:2]) == (b, t) and self._placeholders[i].name not in ("",)]
+        seeds = {i: bt for i, bt in tagged.items()}
+        seeds.update({i: (0, 1) for i, _ in untagged})
+        cont = self._continuation(args, seeds)
+        if cont.reason is not None:
+            log.debug("replay: graph %s not continued: %s", self.name, cont.reason)
+            if batch is None:
+                return self.plain(*args)  # no batch yet: not a step of the backend's, say nothing
+            return self._continued_fallback(cont.reason, args, batch)
+        outs = None
+        if cont.mask_gm is not None:
+            with torch.no_grad():
+                outs = cont.mask_gm(*args)
+        if batch is None:
+            valid = torch.ones(b, t, dtype=torch.long)
+            if outs is not None:
+                vis = mask_probe.visible(outs[0])
+                if vis is None:
+                    return self.plain(*args)
+                valid = _valid_from_mask(vis, b, t)
+            prev = _step["key"]
+            # FSDP hands each layer fresh input tensors (its post-backward hook wraps them), untagged: inputs
+            # that the step's batch packs exactly continue that step, with its plan
+            if isinstance(prev, _Batch) and (prev.plan.batch_size, prev.plan.seq_len) == (b, t) and \
+                    torch.equal(prev.valid, valid) and all(shares_exactly(prev.plan, x, 0, 1) for _, x in untagged):
+                batch = prev
+            else:
+                plan = content_plan([(x, 0, 1) for _, x in untagged], valid)
+                if not all(shares_exactly(plan, x, 0, 1) for _, x in untagged):
+                    return self.plain(*args)  # a hash collision (never seen): run it as it is
+                if plan.num_packed == 0:
+                    return self.plain(*args)
+                batch = _Batch(plan, valid)
+        else:
+            drop = [i for i, x in untagged if not shares_exactly(batch.plan, x, 0, 1)]
+            if drop:  # per-row data that happens to be [B, T]-shaped: keep it a row value
+                for i in drop:
+                    seeds.pop(i)
+                cont = self._continuation(args, seeds)
+                if cont.reason is not None:
+                    return self._continued_fallback(cont.reason, args, batch)
+        if outs is not None:
+            why = self._verify_continued_masks(cont, args, outs, batch)
+            if why is not None:
+                return self._continued_fallback(why, args, batch)
+        plan = batch.plan
+        extra = self._packed_inputs(cont.packed, args, plan, None, cont.analysis, cont.bounds_gm)
+        extra = [_not_a_view(x.to(args[next(iter(seeds))].device)) for x in extra]
+        args = [_not_a_view(x) if isinstance(x, torch.Tensor) else x for x in args]
+        first = id(cont.packed) not in self._packed_fns
+        ran_before = calls_by_path()
+        try:
+            with torch._dynamo.config.patch(capture_scalar_outputs=True), \
+                    torch.fx.experimental._config.patch(use_duck_shape=False):
+                out = self._packed_fn(cont.packed)(*args, *extra)
+        except Exception as e:  # noqa: BLE001
+            if not first:
+                raise
+            log.exception("replay: compiling the packed continuation graph failed")
+            cont.reason = f"compiling the packed graph failed ({type(e).__name__}: {e}); running unpacked"
+            return self._continued_fallback(cont.reason, args, batch)
+        self._attention_ran = ran_since(ran_before)
+        self._lm_head_ran = 0
+        _tag_outputs(out, cont.out_rows, batch)
+        self._stats(True, None, plan, args, key=batch, continued=True)
+        return out
+
+    def _continued_fallback(self, reason: str, args, batch: _Batch):
+        _log_once(f"graph {self.name}: {reason}")
+        self._stats(False, reason, batch.plan, args, key=batch, continued=True)
+        return self.plain(*args)
+
+    def _batch_axes(self, tensors) -> tuple:
+        """(B, T) of an untagged graph: from its attention mask ([B, 1, T, T]) or its first activation."""
+        for _, x in tensors:
+            if x.dim() == 4 and x.shape[-1] == x.shape[-2] and not x.is_floating_point() or \
+                    x.dim() == 4 and x.shape[-1] == x.shape[-2] and x.shape[1] == 1:
+                return int(x.shape[0]), int(x.shape[-1])
+        for _, x in tensors:
+            if x.is_floating_point() and x.dim() == 3:
+                return int(x.shape[0]), int(x.shape[1])
+        return None, None
+
+    def _continuation(self, args, seeds: dict) -> _Continuation:
+        key = tuple(sorted(seeds.items()))
+        if key in self._continuations:
+            return self._continuations[key]
+        roles = {}
+        for i, (bdim, tdim) in seeds.items():
+            r = [None] * args[i].dim()
+            if bdim is not None:
+                r[bdim] = B
+            r[tdim] = T
+            roles[self._placeholders[i].name] = tuple(r)
+        cont = _Continuation(None, None)
+        try:
+            a = analyze(self.gm, roles)
+            cont.analysis = a
+            cont.reason = a.reason
+            if a.reason is None:
+                dev = args[next(iter(seeds))].device.type
+                cont.packed = rewrite(self.gm, a, detach_prefix=False, chunked_lm_head=False,
+                                      blocks=self._attention_blocks(None, a, dev))
+                cont.mask_sites = [s for s in a.attention if s.mask is not None]
+                if cont.mask_sites:
+                    masks = [s.mask for s in cont.mask_sites]
+                    cont.mask_gm = mask_probe.subgraph_module(self.gm, masks)
+                    feeders = mask_probe.upstream(masks)
+                    cont.mask_inputs = tuple(i for i, n in enumerate(self._placeholders) if n in feeders)
+                bounds = [x for sl in a.slices for x in (sl.start, sl.stop) if isinstance(x, fx.Node)]
+                cont.bounds_gm = mask_probe.subgraph_module(self.gm, bounds) if bounds else None
+                cont.out_rows = _output_rows(self.gm, a)
+        except Decline as e:
+            cont.reason = str(e)
+        except Exception as e:  # noqa: BLE001 - a bug in a pass must cost speed, never correctness
+            log.exception("replay: internal error while rewriting a continuation graph")
+            cont.reason = f"internal error in the replay passes ({type(e).__name__}: {e}); running unpacked"
+        self._continuations[key] = cont
+        return cont
+
+    def _verify_continued_masks(self, cont: _Continuation, args, outs, batch: _Batch) -> str | None:
+        """The masks causal-with-padding over the batch's real tokens: in full (O(B T^2), as the model built
+        them), once per batch for the same mask inputs (every layer of a forward gets the same mask tensor)."""
+        key = tuple(id(args[i]) for i in cont.mask_inputs)
+        if any(k == key for k, _ in batch.verified):
+            return None
+        every = torch.arange(batch.plan.seq_len)
+        why = mask_probe.check_masks(outs, cont.mask_sites, batch.valid, every, every)
+        if why is None:
+            batch.verified.append((key, [args[i] for i in cont.mask_inputs]))
+        self.mask_verifications += 1
+        return why
 
 
 _sparrow_count = [0]

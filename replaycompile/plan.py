@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["ReplayPlan", "SharedSplit", "build_plan", "multiplicity", "split_shared"]
+__all__ = ["ReplayPlan", "SharedSplit", "build_plan", "content_plan", "shares_exactly", "multiplicity", "split_shared"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,6 +233,50 @@ def build_plan(input_ids, attention_mask=None, position_ids=None) -> ReplayPlan:
         seg_kv_ptr=seg_kv_ptr,
         kv_ranges=kv_ranges,
     )
+
+
+_BITS = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}
+
+
+def _token_bits(x: torch.Tensor, bdim: int | None, tdim: int, B: int, T: int) -> torch.Tensor:
+    """[B, T, D] integer view of the bits of ``x``'s entries per (b, t) (bdim None: broadcast over rows)."""
+    if bdim is None:
+        x = x.movedim(tdim, 0).reshape(1, T, -1).expand(B, T, -1)
+    else:
+        x = x.movedim((bdim, tdim), (0, 1)).reshape(B, T, -1)
+    x = x.detach().contiguous()
+    if x.is_floating_point() or x.is_complex():
+        x = x.view(_BITS[x.element_size()])
+    return x.cpu()
+
+
+def content_plan(values, valid: torch.Tensor) -> ReplayPlan:
+    """The plan of a batch known only by its activations: ``values`` are (tensor, bdim, tdim) with B and T at
+    those dims, ``valid`` [B, T] 0/1 says which tokens are real. Two rows share a token where every value agrees
+    on every column up to it (and the valid bits do), as ``build_plan`` shares by token ids.
+
+    Each token's entries are hashed to one int64 (the bits times fixed random odd weights, summed with int64
+    wrap-around) and the hashes take the place of token ids. A hash collision could only make the plan share
+    too much; ``shares_exactly`` rules that out, and the caller must check it before trusting the plan."""
+    B, T = valid.shape
+    key = torch.zeros(B, T, dtype=torch.int64)
+    gen = torch.Generator().manual_seed(0x5EED)
+    for x, bdim, tdim in values:
+        bits = _token_bits(x, bdim, tdim, B, T).to(torch.int64)
+        w = torch.randint(-(1 << 62), 1 << 62, (bits.shape[-1],), generator=gen, dtype=torch.int64) | 1
+        key = key * 1000003 + (bits * w).sum(-1)
+    return build_plan(key, valid)
+
+
+def shares_exactly(plan: ReplayPlan, x: torch.Tensor, bdim: int | None, tdim: int) -> bool:
+    """True iff at every real (b, t) ``x`` equals, bit for bit, its entry at the token the plan computes for
+    (b, t): then gathering one occurrence per packed token and replaying it loses nothing."""
+    bits = _token_bits(x, bdim, tdim, plan.batch_size, plan.seq_len)
+    flat = bits.reshape(plan.batch_size * plan.seq_len, -1)
+    scatter = plan.scatter_index.reshape(-1)
+    real = torch.nonzero(scatter < plan.num_packed).reshape(-1)
+    rep = flat.index_select(0, plan.gather_index).index_select(0, scatter.index_select(0, real))
+    return torch.equal(flat.index_select(0, real), rep)
 
 
 @dataclass(frozen=True, eq=False)
