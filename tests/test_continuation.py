@@ -1,0 +1,81 @@
+"""Packing across graph boundaries in one process: a graph break between decoder layers, and activations that
+enter a compiled graph from eager code (``inputs_embeds``)."""
+
+from __future__ import annotations
+
+import torch
+from helpers import AOT, assert_same_step, group_batch, grpo_loss, run, step_loss, unique_prefix_tokens
+
+import replaycompile
+from replaycompile.models import tiny_model
+
+
+def _break_before(layer):
+    """A graph break at the start of ``layer`` (what a data-dependent branch or a disabled hook does)."""
+    return layer.register_forward_pre_hook(lambda m, a: torch._dynamo.graph_break())
+
+
+def test_graph_break_between_layers_continues_packing():
+    """A break inside the layer loop makes every layer a graph of its own (as FSDP2's hooks do), and the
+    embedding runs outside any graph: the first layer's plan comes from its input's content, the later graphs
+    continue from the tags on their inputs."""
+    model = tiny_model("qwen3", num_hidden_layers=3)
+    ids, am, adv, p = group_batch(prompt_len=12, lens=(5, 3, 6, 4))
+    handle = _break_before(model.model.layers[1])
+    try:
+        ref = run(step_loss, model, ids, am, adv, p)
+        step = torch.compile(step_loss, backend="replay", options=AOT)
+        got = run(step, model, ids, am, adv, p)
+    finally:
+        handle.remove()
+    assert_same_step(ref, got)
+    st = replaycompile.last_stats()
+    graphs = st["graphs"]
+    assert len(graphs) >= 2 and st["applied"] and st["graphs_packed"] == len(graphs), st
+    assert len(graphs) >= 3 and all(g["continued"] for g in graphs), graphs
+    assert st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st
+
+
+def test_activations_from_eager_code_get_a_plan_from_their_content():
+    """inputs_embeds computed outside the compiled function: no token ids in the graph, so the plan comes from
+    the embeddings themselves (equal rows share), and the result equals eager."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch(prompt_len=12, lens=(5, 3, 6, 4))
+
+    def loss_from_embeds(m, emb, am, ids, adv):
+        logits = m(inputs_embeds=emb, attention_mask=am, use_cache=False).logits
+        return grpo_loss(logits, ids, am, adv, p)
+
+    def step(fn):
+        def go(m, ids, am, adv, p):
+            return fn(m, m.get_input_embeddings()(ids), am, ids, adv)
+        return go
+
+    ref = run(step(loss_from_embeds), model, ids, am, adv, p)
+    got = run(step(torch.compile(loss_from_embeds, backend="replay", options=AOT)), model, ids, am, adv, p)
+    assert_same_step(ref, got)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["continued"], st
+    assert st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st
+
+
+def test_per_row_values_that_differ_at_shared_tokens_stay_per_row():
+    """A [B, T] float input of a continued graph that is not equal where rows share (per-token weights of the
+    loss) is not gathered as if it were an activation: the result stays exact."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch(prompt_len=12, lens=(5, 3, 6, 4))
+    w = torch.rand(ids.shape, generator=torch.Generator().manual_seed(1))
+
+    def fn(m, ids, am, adv, p):
+        h = m.model(input_ids=ids, attention_mask=am, use_cache=False).last_hidden_state
+        torch._dynamo.graph_break()
+        logits = m.lm_head(h * w[..., None])
+        return grpo_loss(logits, ids, am, adv, p)
+
+    ref = run(fn, model, ids, am, adv, p)
+    got = run(torch.compile(fn, backend="replay", options=AOT), model, ids, am, adv, p)
+    assert_same_step(ref, got)
+    st = replaycompile.last_stats()
+    graphs = st["graphs"]
+    assert len(graphs) == 2 and not graphs[0]["continued"] and graphs[1]["continued"], graphs
+    assert st["applied"] and st["tokens_computed"] == unique_prefix_tokens(ids, am), st
