@@ -40,18 +40,17 @@ def _eligible(x, device_type: str) -> bool:
             and x.dtype is not torch.float64)
 
 
-def register(op, cast: tuple[str, ...] = ()) -> None:
-    """Autocast kernels (CPU and CUDA) for the custom op ``op`` (a ``CustomOpDef``): the arguments named in
-    ``cast`` are cast to the current autocast dtype (floating tensors, float64 excepted; a list argument
+def register(qualname: str, cast: tuple[str, ...] = ()) -> None:
+    """Autocast kernels (CPU and CUDA) for the custom op ``qualname`` ("namespace::name"): the arguments named
+    in ``cast`` are cast to the current autocast dtype (floating tensors, float64 excepted; a list argument
     casts each element), then the op runs with autocast excluded."""
-    overload = op._opoverload
-    schema = overload._schema
-    names = [a.name for a in schema.arguments]
+    namespace, name = qualname.split("::")
+    overload = getattr(getattr(torch.ops, namespace), name).default
+    names = [a.name for a in overload._schema.arguments]
     unknown = set(cast) - set(names)
     if unknown:
-        raise ValueError(f"{schema.name} has no argument(s) {sorted(unknown)}")
+        raise ValueError(f"{qualname} has no argument(s) {sorted(unknown)}")
     positions = [names.index(c) for c in cast]
-    namespace, name = schema.name.split("::")
     for device_type in AUTOCAST_DEVICES:
         key = "Autocast" + torch._C._dispatch_key_for_device(device_type)
         excluded = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, key))

@@ -447,5 +447,5 @@ def _bs_backward(ctx, grad_out, grad_lse):
 block_sparse_attention.register_autograd(_bs_backward, setup_context=_bs_setup)
 
 # Under autocast the op is cast as the SDPA it replaces: q, k, v to the autocast dtype (kernels/autocast.py)
-_autocast.register(block_sparse_attention, cast=("q", "k", "v"))
-_autocast.register(block_sparse_attention_backward)
+_autocast.register("replaycompile::block_sparse_attention", cast=("q", "k", "v"))
+_autocast.register("replaycompile::block_sparse_attention_backward")

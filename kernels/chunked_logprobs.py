@@ -249,5 +249,5 @@ chunked_logprobs.register_autograd(_backward, setup_context=_setup_context)
 # Autocast does not cast the chunked LM head: it computes in its inputs' dtypes, with autocast off inside (its
 # matmuls are not cast behind its fake's back). The rewrite casts hidden and weight to the dtype the replaced
 # linear ran in (passes/rewrite.py), so the op is exact wherever it lands relative to an autocast region.
-_autocast.register(chunked_logprobs)
-_autocast.register(chunked_logprobs_backward)
+_autocast.register("replaycompile::chunked_logprobs")
+_autocast.register("replaycompile::chunked_logprobs_backward")

@@ -370,5 +370,5 @@ def _sparse_decode_fake(q, k, v, mask, budget, scale, page_size, sink, local, us
 
 # Under autocast the decode attention is cast as the SDPA it replaces: q and the cache's k, v to the autocast
 # dtype (kernels/autocast.py). The mask is read only as visible / not visible, which no cast changes
-_autocast.register(sparse_decode, cast=("q", "k", "v"))
-_autocast.register(sparrow_budget)
+_autocast.register("replaycompile::sparse_decode", cast=("q", "k", "v"))
+_autocast.register("replaycompile::sparrow_budget")

@@ -398,5 +398,5 @@ tree_attention.register_autograd(_backward, setup_context=_setup_context)
 
 # Under autocast the op is cast as the SDPA it replaces: q, k, v to the autocast dtype (kernels/autocast.py); the
 # backward runs in the dtypes the forward saved, with autocast off inside
-_autocast.register(tree_attention, cast=("q", "k", "v"))
-_autocast.register(tree_attention_backward)
+_autocast.register("replaycompile::tree_attention", cast=("q", "k", "v"))
+_autocast.register("replaycompile::tree_attention_backward")
