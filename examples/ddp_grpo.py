@@ -32,7 +32,11 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--bucket-mb", type=float, default=1.0, help="DDP gradient bucket size (at least 1 MB)")
     ap.add_argument("--inner", default="aot_eager", choices=["inductor", "aot_eager"])
+    ap.add_argument("--whole-graph", action="store_true",
+                    help="turn Dynamo's DDP optimizer off (one graph, packed whole; no all-reduce overlap)")
     args = ap.parse_args(argv)
+    if args.whole_graph:
+        torch._dynamo.config.optimize_ddp = False
     cuda = torch.cuda.is_available()
     dist.init_process_group("nccl" if cuda else "gloo")
     rank = dist.get_rank()
@@ -50,8 +54,11 @@ def main(argv=None):
         wrap = fully_shard(model)
     log = (lambda s: print(f"[rank {rank}] {s}", flush=True))
     # FSDP2 rollouts run through the sharded module too (it gathers the weights); DDP's plain module is fine
-    train(model if args.wrap == "ddp" else wrap, args.steps, prompts=1, group=4, prompt_len=48, new_tokens=12,
+    history = train(model if args.wrap == "ddp" else wrap, args.steps, prompts=1, group=4, prompt_len=48, new_tokens=12,
           inner=args.inner, seed=rank, log=log, wrap=wrap)
+    steady = sorted(h["train_s"] for h in history[1:])
+    if steady:
+        log(f"median train step after the first: {steady[len(steady) // 2]:.3f} s over {len(steady)} steps")
     dist.destroy_process_group()
 
 
