@@ -456,6 +456,22 @@ def _seed_inputs(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict) -> None:
         a.seeded[by_name[name]] = tuple(roles)
     if not a.seeded:
         raise _NotCandidate("no activation input of the batch to continue packing from")
+    # an input changed in place must change in the caller's tensor: its packed copy would hide the write
+    for p in a.seeded:
+        seen, todo = set(), [p]
+        while todo:
+            x = todo.pop()
+            for u in x.users:
+                if u in seen:
+                    continue
+                seen.add(u)
+                name = op_name(u)
+                if (name.endswith("_") and not name.startswith("_") or name in ("copy_", "index_put_")) and \
+                        u.args and u.args[0] is x:
+                    raise Decline(f"node `{u.name}` ({name}) writes into the input `{p.name}` in place")
+                if name in _VIEW_NAMES or name in ("getitem", "transpose", "permute", "unsqueeze", "squeeze",
+                                                   "select", "narrow", "expand", "t", "view_as", "__getitem__"):
+                    todo.append(u)
     first, roles = next(iter(a.seeded.items()))
     shape = _shape(first)
     if roles.count(T) != 1:

@@ -246,6 +246,12 @@ class _Rows:
     batch: _Batch
     bdim: int | None
     tdim: int
+    version: int                  # the tensor's version counter when tagged: an in-place change voids the tag
+
+
+def _rows_tag(x: torch.Tensor) -> _Rows | None:
+    tag = getattr(x, ROWS_ATTR, None)
+    return tag if tag is not None and tag.version == x._version else None
 
 
 def _output_rows(gm: fx.GraphModule, a: GraphAnalysis) -> list:
@@ -264,7 +270,7 @@ def _tag_outputs(out, rows: list, batch: _Batch) -> None:
     seq = out if isinstance(out, (tuple, list)) else (out,)
     for i, bdim, tdim in rows:
         if i < len(seq) and isinstance(seq[i], torch.Tensor):
-            setattr(seq[i], ROWS_ATTR, _Rows(batch, bdim, tdim))
+            setattr(seq[i], ROWS_ATTR, _Rows(batch, bdim, tdim, seq[i]._version))
 
 
 def _valid_from_mask(vis: torch.Tensor, b: int, t: int) -> torch.Tensor:
@@ -701,7 +707,7 @@ class ReplayGraph:
         causal-with-padding against the batch's real tokens. Anything else runs the graph as it is."""
         tensors = [(i, x) for i, x in enumerate(args) if isinstance(x, torch.Tensor)
                    and not isinstance(x, torch.nn.Parameter)]
-        tags = [(i, getattr(x, ROWS_ATTR)) for i, x in tensors if getattr(x, ROWS_ATTR, None) is not None]
+        tags = [(i, _rows_tag(x)) for i, x in tensors if _rows_tag(x) is not None]
         log.debug("replay: graph %s: %d tagged of %d tensor inputs, attention %s", self.name, len(tags),
                   len(tensors), self._has_attention)
         if len({id(t.batch) for _, t in tags}) > 1:
@@ -748,7 +754,7 @@ class ReplayGraph:
                 plan = content_plan([(x, 0, 1) for _, x in untagged], valid)
                 if not all(shares_exactly(plan, x, 0, 1) for _, x in untagged):
                     return self.plain(*args)  # a hash collision (never seen): run it as it is
-                if plan.num_packed == 0:
+                if plan.num_packed == 0 or plan.tokens_in - plan.num_packed < self.opts.min_shared_tokens:
                     return self.plain(*args)
                 batch = _Batch(plan, valid)
         else:

@@ -79,3 +79,23 @@ def test_per_row_values_that_differ_at_shared_tokens_stay_per_row():
     graphs = st["graphs"]
     assert len(graphs) == 2 and not graphs[0]["continued"] and graphs[1]["continued"], graphs
     assert st["applied"] and st["tokens_computed"] == unique_prefix_tokens(ids, am), st
+
+
+def test_a_tag_is_void_once_its_tensor_changes_in_place():
+    """An activation changed in place between two graphs (eager code after a break) is no longer what the
+    plan replayed: the next graph checks it again instead of trusting the tag, and stays exact."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch(prompt_len=12, lens=(5, 3, 6, 4))
+    noise = torch.randn(ids.shape + (model.config.hidden_size,), generator=torch.Generator().manual_seed(2))
+
+    def fn(m, ids, am, adv, p):
+        h = m.model(input_ids=ids, attention_mask=am, use_cache=False).last_hidden_state
+        torch._dynamo.graph_break()
+        with torch.no_grad():
+            h.add_(noise)  # per row: rows that shared a token no longer agree there
+        torch._dynamo.graph_break()
+        return grpo_loss(m.lm_head(h), ids, am, adv, p)
+
+    ref = run(fn, model, ids, am, adv, p)
+    got = run(torch.compile(fn, backend="replay", options=AOT), model, ids, am, adv, p)
+    assert_same_step(ref, got)
