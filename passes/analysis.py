@@ -633,6 +633,9 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         reason = inherited or f"{_node_desc(n)}: {why}"
         a.boundaries[n] = reason
         first_boundary[n] = reason
+    if a.seeded and not any(k == "packed" and n not in a.seeded for n, k in kind.items()):
+        # every activation input leaves the packed region at once: running it "packed" would compute nothing once
+        raise Decline(next(iter(a.boundaries.values()), "no per-token op reads the activation inputs"))
 
 
 def _is_elementwise(n: fx.Node) -> bool:

@@ -78,7 +78,10 @@ def test_per_row_values_that_differ_at_shared_tokens_stay_per_row():
     st = replaycompile.last_stats()
     graphs = st["graphs"]
     assert len(graphs) == 2 and not graphs[0]["continued"] and graphs[1]["continued"], graphs
-    assert st["applied"] and st["tokens_computed"] == unique_prefix_tokens(ids, am), st
+    # the model's graph packed; the LM head's reads h only through the per-row product, so nothing of it can
+    # run once per shared token: it runs as it is, and says so
+    assert graphs[0]["applied"] and graphs[0]["tokens_computed"] == unique_prefix_tokens(ids, am), graphs
+    assert not graphs[1]["applied"] and "per-row value" in graphs[1]["fallback_reason"], graphs
 
 
 def test_a_tag_is_void_once_its_tensor_changes_in_place():
@@ -99,3 +102,28 @@ def test_a_tag_is_void_once_its_tensor_changes_in_place():
     ref = run(fn, model, ids, am, adv, p)
     got = run(torch.compile(fn, backend="replay", options=AOT), model, ids, am, adv, p)
     assert_same_step(ref, got)
+
+
+def test_a_partly_packed_step_says_so(caplog):
+    """A later graph that cannot be packed (it mixes tokens along the sequence) runs as it is; the step's
+    stats say which graph and why, and one warning names it."""
+    model = tiny_model("qwen3")
+    # no left padding: the running mean below would read padded positions, whose values the contract leaves open
+    ids, am, adv, p = group_batch(prompt_len=12, lens=(5, 3, 6, 4), left_pad=0)
+
+    def fn(m, ids, am, adv, p):
+        h = m.model(input_ids=ids, attention_mask=am, use_cache=False).last_hidden_state
+        torch._dynamo.graph_break()
+        h = h.cumsum(1) / torch.arange(1, h.shape[1] + 1)[None, :, None]  # a running mean: not per token
+        return grpo_loss(m.lm_head(h), ids, am, adv, p)
+
+    ref = run(fn, model, ids, am, adv, p)
+    with caplog.at_level("WARNING", logger="replaycompile"):
+        got = run(torch.compile(fn, backend="replay", options=AOT), model, ids, am, adv, p)
+    assert_same_step(ref, got)
+    st = replaycompile.last_stats()
+    assert not st["applied"] and st["graphs_packed"] == 1 and len(st["graphs"]) == 2, st
+    assert st["graphs"][0]["applied"] and not st["graphs"][1]["applied"], st["graphs"]
+    assert "cumsum" in st["graphs"][1]["fallback_reason"], st["graphs"][1]
+    assert f"graph {st['graphs'][1]['graph']}" in st["fallback_reason"], st["fallback_reason"]
+    assert any("partly packed" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
