@@ -357,6 +357,10 @@ def compile_trainer(trainer, *, group_placement: bool = True, **options):
         bs = batch_size or input_ids.size(0)
         logps, ents = [], []
         local = {"tokens_in": 0, "tokens_computed": 0, "applied": True, "fallback_reason": None, "calls": 0}
+        if compute_entropy:  # how many prompt groups this forward holds (what replay can share)
+            pm = attention_mask[:, :-logits_to_keep].bool()
+            pi = input_ids[:, :-logits_to_keep]
+            local["prompts"] = len({tuple(pi[i][pm[i]].tolist()) for i in range(pi.shape[0])})
         for start in range(0, input_ids.size(0), bs):
             ids, am = input_ids[start:start + bs], attention_mask[start:start + bs]
             before = _stats_call()
