@@ -397,7 +397,9 @@ class ReplayGraph:
                         "attention uses the block sizes for head_dim 64 in float32, which may be slower (if the "
                         "model is not 64/float32, please report this graph)", node.name)
             return default_blocks(64, torch.float32, device)
-        return default_blocks(int(q.shape[-1]), q.dtype, device)
+        # the attention's output dtype: under autocast q is traced in float32 but the kernel runs in bf16/fp16
+        out = a.attention[0].node.meta.get("example_value", a.attention[0].node.meta.get("val"))
+        return default_blocks(int(q.shape[-1]), out.dtype if isinstance(out, torch.Tensor) else q.dtype, device)
 
     # -- the two ways to run it
     def plain(self, *args):
