@@ -163,3 +163,54 @@ def test_example_script_runs(capsys):
     out = capsys.readouterr().out
     assert "tokens computed" in out and "loss" in out
     assert rows and rows[0]["replay/tokens_computed"] < rows[0]["replay/tokens_in"]
+
+
+def test_rloo_steps_equal_trl():
+    """RLOOTrainer shares the per-token log-prob path: the same equality (its sequence-level loss, num_iterations=2)."""
+    from trl import RLOOConfig, RLOOTrainer
+
+    from replaycompile.models import tiny_model
+
+    def build():
+        model = tiny_model("qwen3", vocab_size=256)
+        model.generation_config.eos_token_id = 1
+        args = RLOOConfig(output_dir=trl_grpo.tempfile.mkdtemp(prefix="rloo_"), per_device_train_batch_size=8,
+                          num_generations=4, max_completion_length=8, max_steps=2, num_iterations=2, beta=0.0,
+                          logging_steps=1, report_to=[], use_cpu=True, seed=0, save_strategy="no", optim="sgd",
+                          learning_rate=0.05, bf16=False, disable_tqdm=True)
+        return RLOOTrainer(model=model, reward_funcs=trl_grpo.even_words, args=args,
+                           processing_class=trl_grpo.tiny_tokenizer(256), train_dataset=trl_grpo.prompt_dataset(16, 20, 40))
+
+    runs = []
+    for replay in (False, True):
+        trainer = build()
+        rec = GradRecorder(trainer.model)
+        trainer.add_callback(rec.callback)
+        if replay:
+            compile_trainer(trainer, **AOT)
+        trainer.train()
+        runs.append((trainer, [h for h in trainer.state.log_history if "loss" in h], rec.steps,
+                     {k: p.detach().clone() for k, p in trainer.model.named_parameters()}))
+    assert_same_run(runs[0], runs[1])
+    assert all(s["applied"] and s["tokens_computed"] < s["tokens_in"] for s in runs[1][0].replay_stats)
+
+
+def test_peft_lora_steps_equal_trl():
+    """A PEFT LoRA policy (TRL patches its base model; compile_trainer too): gradients of the adapters and the
+    parameters after two steps equal TRL's; packed (TRL's input-embedding require-grads hook, useless without
+    activation checkpointing, would break the graph in two and is removed)."""
+    pytest.importorskip("peft")
+    from peft import LoraConfig, get_peft_model
+
+    from replaycompile.models import tiny_model
+
+    def policy():
+        torch.manual_seed(0)  # the adapters' initialisation
+        return get_peft_model(tiny_model("qwen3", vocab_size=256),
+                              LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+
+    kw = dict(max_steps=2, optim="sgd", learning_rate=0.05, max_completion_length=8, prompt_len=(20, 40))
+    ref = run(False, model=policy(), **kw)
+    got = run(True, model=policy(), **kw)
+    assert_same_run(ref, got)
+    assert all(s["applied"] and s["tokens_computed"] < s["tokens_in"] for s in got[0].replay_stats)

@@ -172,6 +172,21 @@ def _install_forward(target, step, trainer) -> None:
     target._replay_forward = True
 
 
+def _drop_input_require_grads_hooks(model) -> None:
+    """Remove transformers' ``make_inputs_require_grads`` hooks from the input embeddings. They exist for activation
+    checkpointing (TRL adds one for PEFT models, transformers one per enable); without checkpointing they do
+    nothing useful, and their ``requires_grad_()`` on an intermediate breaks the compiled graph in two."""
+    try:
+        emb = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        return
+    for key, hook in list(getattr(emb, "_forward_hooks", {}).items()):
+        if getattr(hook, "__name__", "") == "make_inputs_require_grads":
+            del emb._forward_hooks[key]
+            getattr(emb, "_forward_hooks_with_kwargs", {}).pop(key, None)
+            getattr(emb, "_forward_hooks_always_called", {}).pop(key, None)
+
+
 def _hf_model(trainer, model):
     """The ``PreTrainedModel`` behind what the trainer passes (accelerate / DDP wrapper, PEFT)."""
     from accelerate.utils import is_peft_model
@@ -329,6 +344,7 @@ def compile_trainer(trainer, *, group_placement: bool = True, **options):
         policy = _hf_model(trainer, trainer.model)
         if getattr(policy, "is_activation_checkpointing", getattr(policy, "is_gradient_checkpointing", False)):
             (getattr(policy, "activation_checkpointing_disable", None) or policy.gradient_checkpointing_disable)()
+        _drop_input_require_grads_hooks(policy)
 
     step = _compiled_step(options)
     policy = _hf_model(trainer, trainer.model)
