@@ -123,7 +123,8 @@ def main(argv=None):
     import trl
     print(f"# TRL GRPO training step (compute_loss + backward): Qwen3-shaped {cfg}, G={G}, prompt {P}, completions "
           f"{cmin}-{cmax}, fp32, torch {torch.__version__}, trl {trl.__version__}, {torch.get_num_threads()} "
-          f"threads, CPU, replay inner={a.inner}")
+          f"threads, CPU, replay inner={a.inner}; load average {os.getloadavg()[0]:.2f} (other processes compete "
+          f"for the cores above ~0)")
 
     trainers = {
         "TRL (GRPOConfig defaults: checkpointing on)": trainer_for(copy.deepcopy(base), V, G, cmax),
@@ -188,6 +189,7 @@ def main(argv=None):
           f"{G * T / st['tokens_computed']:.2f}x over B x T (TRL runs the padded batch); LM head rows: TRL "
           f"{G * (T - 1)} (every position on CPU), TRL head on completions {int(am[:, P:].sum())}, replay "
           f"{head_rows} (unique predicting tokens of the completions)")
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     same = all(info[n]["loss_rel"] < 1e-5 for n in trainers)
     print(f"logged loss equal across variants (rel < 1e-5): {same}")
     return 0
