@@ -107,13 +107,16 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--prompt-len", type=int, nargs=2, default=(24, 48), metavar=("MIN", "MAX"))
     ap.add_argument("--completion-len", type=int, default=8)
     ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--iterations", type=int, default=2, help="GRPO num_iterations: passes over each generation "
+                    "batch. From the second on the ratio to the old policy is not 1, so the loss value depends on the "
+                    "logits (on the first, with equal-length completions, the dapo loss is 0 exactly)")
     ap.add_argument("--inner", default="aot_eager", help="the replay backend's inner compiler (inductor: faster "
                     "steps, slower first compile)")
     ap.add_argument("--compare", action="store_true", help="also train without replay and compare the losses")
     a = ap.parse_args(argv)
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     kw = dict(num_generations=a.generations, per_device_batch=a.batch, prompt_len=tuple(a.prompt_len),
-              max_completion_length=a.completion_len, hidden=a.hidden)
+              max_completion_length=a.completion_len, hidden=a.hidden, num_iterations=a.iterations)
     trainer, secs = train(True, a.steps, a.inner, **kw)
     rows = [h for h in trainer.state.log_history if "loss" in h]
     print(f"replay ({a.inner}): {a.steps} steps in {secs:.1f} s (compiles included)")
