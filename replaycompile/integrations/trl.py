@@ -6,7 +6,8 @@
     trainer = compile_trainer(GRPOTrainer(model=model, ...), inner="inductor")   # replay backend options
     trainer.train()
 
-What it changes, on the trainer instance only (no TRL class or module is modified):
+What it changes, on the trainer and its model instances (no TRL class is modified; the guard at the end of this
+docstring wraps one function in TRL's trainer modules):
 
 - ``_get_per_token_logps_and_entropies``, the method every forward of the policy (and of the reference model)
   goes through, runs one ``torch.compile(..., backend="replay")`` function: backbone, the slice of the completion's
@@ -20,6 +21,11 @@ What it changes, on the trainer instance only (no TRL class or module is modifie
   the logged metrics: ``replay/tokens_in`` and ``replay/tokens_computed`` (summed over processes) and
   ``replay/applied`` (the fraction of forwards that were packed). ``trainer.replay_stats`` keeps this process's
   own values, one dict per training forward.
+- Activation checkpointing (on in ``GRPOConfig`` by default) is turned off for the policy, with a warning: its
+  regions traced with dynamic shapes are declined by the replay analysis, and transformers 5.24 adds an
+  input-embedding hook at every enable, which TRL does after each generation (a recompile per step). The
+  now useless ``make_inputs_require_grads`` hooks are removed (their ``requires_grad_()`` breaks the graph).
+  Gradients are unchanged.
 - ``group_placement=True`` (the default): after each generation, the rows of this process's generation batch
   are reordered so that each micro-batch (gradient accumulation step) holds whole prompt groups. TRL shuffles the
   generation batch before cutting it into ``steps_per_generation`` micro-batches, which spreads a prompt's
@@ -31,8 +37,8 @@ What it changes, on the trainer instance only (no TRL class or module is modifie
 Across processes TRL already keeps groups together where it can: ``RepeatSampler`` yields a prompt's G copies
 consecutively and accelerate hands each process a consecutive chunk of ``per_device_train_batch_size *
 steps_per_generation`` rows, so a group straddles two processes only when that chunk is not a multiple of G, which
-no placement with equal per-process batches can avoid (``trainer.replay_stats`` and ``tests/test_trl.py`` measure
-it on 2 processes).
+no placement with equal per-process batches can avoid (``bench/trl_ranks.py`` shows both on 2 processes, from
+``trainer.replay_stats``).
 
 ``GRPOConfig(torch_compile=True, torch_compile_backend="replay")`` cannot work: accelerate validates the name
 against its own ``DynamoBackend`` enum (``'REPLAY' is not a valid DynamoBackend``). And
