@@ -169,10 +169,9 @@ def _install_forward(target, step, trainer) -> None:
         for t in (ids, am, cm):  # batch and lengths change from step to step: one graph for all of them
             torch._dynamo.maybe_mark_dynamic(t, 0)
             torch._dynamo.maybe_mark_dynamic(t, 1)
-        # DDP's optimizer would split the graph at bucket boundaries and hand the backend pieces without the token
-        # inputs; unsplit, the C++ reducer reduces the gradients after the backward (no overlap)
-        with torch._dynamo.config.patch(optimize_ddp=False):
-            return step(target, ids, am, cm, inv_t, scale, softcap, compute_entropy, fp32_head)
+        # under DDP, Dynamo's DDP optimizer splits the graph at gradient buckets; the backend packs every piece
+        # from the activations the one before it passes on, so the all-reduce overlap stays
+        return step(target, ids, am, cm, inv_t, scale, softcap, compute_entropy, fp32_head)
 
     target.forward = forward
     target._replay_forward = True
