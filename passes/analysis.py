@@ -536,6 +536,13 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         if n in mask_only:
             kind[n] = "mask"
             continue
+        if n.args and is_packed(n.args[0]) and op_name(n) in ("size", "sym_size", "dim", "stride") and \
+                n.op == "call_method":
+            # the shape of a packed value, as in the original [B, T, ...] layout: the rewrite reads it off the
+            # replayed value, whose data nothing uses (dead code once traced); reshapes of packed values take
+            # their shapes from the roles, not from these sizes
+            kind[n], roles[n] = "row", None
+            continue
         if n in internal:
             kind[n] = "internal"
             continue

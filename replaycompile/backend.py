@@ -235,9 +235,12 @@ ROWS_ATTR = "_replaycompile_rows"
 class _Batch:
     """One batch's plan and real tokens, shared by the graphs of one forward."""
 
-    def __init__(self, plan: ReplayPlan, valid: torch.Tensor):
+    def __init__(self, plan: ReplayPlan, valid: torch.Tensor, valid_known: bool = True):
         self.plan = plan
         self.valid = valid            # [B, T] 0/1: the tokens the plan packs
+        # False: the graph that built the plan saw no padding mask (a head graph cut before the mask is read),
+        # so every token counted as real; a later graph's mask may say otherwise
+        self.valid_known = valid_known
         self.verified: list = []      # mask inputs verified against it (held, so their ids stay theirs)
 
 
@@ -688,7 +691,8 @@ class ReplayGraph:
             return self._fallback(self.reason, args, plan)
         self._attention_ran = ran_since(ran_before)
         batch = _Batch(plan, am.long() if am is not None else torch.ones(plan.batch_size, plan.seq_len,
-                                                                         dtype=torch.long))
+                                                                         dtype=torch.long),
+                       valid_known=am is not None or bool(self.analysis.attention))
         if split is None:  # exact: the next graph of the forward may pack these outputs again
             if not hasattr(self, "_out_rows"):
                 self._out_rows = _output_rows(self.gm, self.analysis)
@@ -739,6 +743,16 @@ class ReplayGraph:
         if cont.mask_gm is not None:
             with torch.no_grad():
                 outs = cont.mask_gm(*args)
+        if batch is not None and not batch.valid_known and outs is not None:
+            vis = mask_probe.visible(outs[0])
+            valid = _valid_from_mask(vis, b, t) if vis is not None else None
+            if valid is not None and not torch.equal(valid, batch.valid):
+                # the plan packed padding as real tokens: plan again from the inputs, with the mask's real tokens
+                plan = content_plan([(args[i], *bt) for i, bt in seeds.items()], valid)
+                if not all(shares_exactly(plan, args[i], *bt) for i, bt in seeds.items()) or \
+                        plan.num_packed == 0:
+                    return self._continued_fallback("the activations disagree where rows share", args, batch)
+                batch = _Batch(plan, valid)
         if batch is None:
             valid = torch.ones(b, t, dtype=torch.long)
             if outs is not None:

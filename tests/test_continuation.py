@@ -127,3 +127,25 @@ def test_a_partly_packed_step_says_so(caplog):
     assert "cumsum" in st["graphs"][1]["fallback_reason"], st["graphs"][1]
     assert f"graph {st['graphs'][1]['graph']}" in st["fallback_reason"], st["fallback_reason"]
     assert any("partly packed" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+def test_a_plan_made_without_the_padding_mask_is_made_again_from_the_next_graphs_mask():
+    """The embedding in a graph of its own (a break right after it, as a PEFT policy's input hook causes): that
+    graph sees no padding mask, so its plan counts padding as real; the next graph's mask says otherwise, and it
+    plans again from its inputs with the mask's real tokens."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch(prompt_len=12, lens=(5, 3, 6, 4))
+
+    def fn(m, ids, am, adv, p):
+        emb = m.get_input_embeddings()(ids)
+        torch._dynamo.graph_break()
+        logits = m(inputs_embeds=emb, attention_mask=am, use_cache=False).logits
+        return grpo_loss(logits, ids, am, adv, p)
+
+    ref = run(fn, model, ids, am, adv, p)
+    got = run(torch.compile(fn, backend="replay", options=AOT), model, ids, am, adv, p)
+    assert_same_step(ref, got)
+    st = replaycompile.last_stats()
+    # the re-planned graph starts a step of its own (a new batch): it is packed, with the mask's real tokens
+    assert st["applied"] and st["continued"], st["graphs"]
+    assert st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st

@@ -1,6 +1,7 @@
 """Two processes on gloo: DDP with several gradient buckets (Dynamo's DDP optimizer splits the graph there) and
-FSDP2 (``fully_shard`` per decoder layer and at the root: a graph per layer) run every graph packed, and the
-averaged gradients equal single-process eager gradients of the same global batch."""
+FSDP2 (``fully_shard`` per decoder layer and at the root: a graph per layer) run every graph packed, over two
+steps of different shapes, and the averaged gradients equal single-process eager gradients of the same global
+batches."""
 
 from __future__ import annotations
 
@@ -29,8 +30,13 @@ def _model():
     return AutoModelForCausalLM.from_config(cfg)
 
 
-def _batch(rank: int):
-    return group_batch(prompt_len=12, lens=(5, 3, 6, 4), vocab=128, left_pad=2, seed=rank)
+# two steps of different shapes (RL batches change length every step): the second runs the dynamic graphs
+SHAPES = [(12, (5, 3, 6, 4)), (17, (7, 2, 5, 4, 3))]
+
+
+def _batch(rank: int, step: int = 0):
+    prompt_len, lens = SHAPES[step]
+    return group_batch(prompt_len=prompt_len, lens=lens, vocab=128, left_pad=2, seed=rank)
 
 
 def _worker(rank: int, port: int, wrap: str, out: str) -> None:
@@ -50,11 +56,17 @@ def _worker(rank: int, port: int, wrap: str, out: str) -> None:
                 fully_shard(layer)
             fully_shard(model)
             run = model
-        ids, am, adv, p = _batch(rank)
         step = torch.compile(step_loss, backend="replay", options={"inner": "aot_eager", "min_shared_tokens": 1})
-        loss = step(run, ids, am, adv, p)
-        st = replaycompile.last_stats()
-        loss.backward()
+        stats = []
+        for k in range(len(SHAPES)):  # gradients accumulate over the steps
+            loss = step(run, *_batch(rank, k))
+            stats.append(replaycompile.last_stats())
+            loss.backward()
+        st = {"graphs": [g for s in stats for g in s["graphs"]], "applied": all(s["applied"] for s in stats),
+              "tokens_computed": sum(s["tokens_computed"] for s in stats),
+              "tokens_in": sum(s["tokens_in"] for s in stats),
+              "fallback_reason": [s["fallback_reason"] for s in stats]}
+        st["graphs_packed"] = sum(g["applied"] for g in st["graphs"])
         grads = {}
         for name, q in model.named_parameters():
             g = q.grad
@@ -64,7 +76,8 @@ def _worker(rank: int, port: int, wrap: str, out: str) -> None:
             # the reference, in this fresh process: one process, eager, the mean of the two ranks' losses (DDP
             # and FSDP average gradients)
             ref = _model()
-            (sum(step_loss(ref, *_batch(r)) for r in range(WORLD)) / WORLD).backward()
+            for k in range(len(SHAPES)):
+                (sum(step_loss(ref, *_batch(r, k)) for r in range(WORLD)) / WORLD).backward()
             grads.update({f"ref.{n}": q.grad.detach().clone().contiguous() for n, q in ref.named_parameters()})
             save_file(grads, out, metadata={
                 "graphs": str(len(st["graphs"])), "packed": str(st["graphs_packed"]),
