@@ -233,6 +233,7 @@ class TrilMaskLM(nn.Module):
         return self.base.head(x)
 
 
+@pytest.mark.slow
 def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch, replay_graphs):
     """HF's mask is verified on chosen positions (passes/mask_probe.py): once per graph for every later length,
     never by a B x T x T evaluation (a size limit of 0 elements does not matter)."""
@@ -252,6 +253,7 @@ def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch, re
     assert all(g._mask_structured is not None and g.mask_verifications == 1 for g in graphs)
 
 
+@pytest.mark.slow
 def test_sliding_window_is_found_at_long_virtual_lengths_and_short_batches_still_pack(replay_graphs):
     """Mistral with a 64-token window: the first batch (T < 64) is causal and packed, and the window is found
     by the probe at long virtual lengths right away; a batch longer than the window runs unpacked (exact, the

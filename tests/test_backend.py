@@ -130,6 +130,7 @@ def test_packed_log_probs_equal_eager_and_are_zero_at_padding(replay_graphs):
     assert bool((got[~valid] == 0).all()), "log-probs read at padded positions come back as zeros"
 
 
+@pytest.mark.slow
 def test_inductor_end_to_end():
     """The default inner compiler (inductor) on a whole GRPO step."""
     model = tiny_model("qwen3")
@@ -233,6 +234,7 @@ def test_generate_and_decode_pass_through():
         torch.testing.assert_close(c2.logits, e2.logits, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_shapes_change_every_call_compiles_at_most_twice(replay_graphs):
     """20 RL batches of different lengths, group sizes, completion lengths and tree shapes: the outer graph
     compiles at most twice (static, then dynamic), each packed graph once, and each graph verifies its
@@ -302,6 +304,7 @@ def _shared_model():
     return _model, _compiled
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(rollout_batches())
 def test_random_prefix_trees_are_exact(batch):

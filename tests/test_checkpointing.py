@@ -93,6 +93,7 @@ def test_inline_pass_flattens_nested_regions():
     torch.testing.assert_close(out, fn(x, w))
 
 
+@pytest.mark.slow
 def test_packed_step_still_recomputes():
     """The rewrite keeps the recompute tags on the packed nodes: a checkpointed packed step saves well under half
     of what the same packed step saves without checkpointing (4 layers), and stays exact."""

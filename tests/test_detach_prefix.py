@@ -112,6 +112,7 @@ def _saved_bytes(fn, model, *args) -> int:
     return total[0]
 
 
+@pytest.mark.slow
 def test_detach_prefix_saves_only_the_shared_keys_and_values():
     """Autograd keeps nothing for the shared tokens but each layer's keys and values: with a long prompt and
     short completions the step saves under a quarter of what exact saves, and at least those K/V."""

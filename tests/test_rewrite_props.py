@@ -3,6 +3,7 @@ the rewritten (packed) graph's outputs and gradients equal the original's."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -86,6 +87,7 @@ def nets_and_batches(draw):
     return ops, draw(st.integers(0, 100)), ids, am
 
 
+@pytest.mark.slow
 @settings(max_examples=10)
 @given(nets_and_batches())
 def test_random_graphs_are_exact(case):

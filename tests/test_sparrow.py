@@ -547,6 +547,7 @@ def test_sparse_decoding_breaks_the_tail_not_the_mean():
     assert torch.quantile(many, 0.05) > 0.99
 
 
+@pytest.mark.slow
 def test_calibration_takes_the_cheapest_candidates_and_holds_out_of_sample():
     """Calibration's choice, read from its own table: per bin the chosen count meets the target, and the next
     cheaper candidate fails in that bin or an earlier one (so no cheaper non-decreasing table meets it). Then
