@@ -241,6 +241,7 @@ class _Batch:
         # False: the graph that built the plan saw no padding mask (a head graph cut before the mask is read),
         # so every token counted as real; a later graph's mask may say otherwise
         self.valid_known = valid_known
+        self.detached = False         # made by a detach_prefix graph: later graphs do not continue it
         self.verified: list = []      # mask inputs verified against it (held, so their ids stay theirs)
 
 
@@ -693,10 +694,11 @@ class ReplayGraph:
         batch = _Batch(plan, am.long() if am is not None else torch.ones(plan.batch_size, plan.seq_len,
                                                                          dtype=torch.long),
                        valid_known=am is not None or bool(self.analysis.attention))
-        if split is None:  # exact: the next graph of the forward may pack these outputs again
-            if not hasattr(self, "_out_rows"):
-                self._out_rows = _output_rows(self.gm, self.analysis)
-            _tag_outputs(out, self._out_rows, batch)
+        # the next graph of the forward may pack these outputs again (exact), or says why it does not
+        batch.detached = split is not None
+        if not hasattr(self, "_out_rows"):
+            self._out_rows = _output_rows(self.gm, self.analysis)
+        _tag_outputs(out, self._out_rows, batch)
         self._stats(True, None, plan, args, split, key=batch)
         return out
 
@@ -723,6 +725,11 @@ class ReplayGraph:
         if tags:
             batch = tags[0][1].batch
             b, t = batch.plan.batch_size, batch.plan.seq_len
+            if batch.detached:
+                return self._continued_fallback(
+                    "detach_prefix runs the shared tokens without autograd only in the graph that holds the token "
+                    "ids; this later graph of the step runs unpacked (its shared tokens keep their gradient)",
+                    args, batch)
         else:
             b, t = self._batch_axes(tensors)
             if b is None or b < 2 or t < 2:

@@ -149,3 +149,19 @@ def test_a_plan_made_without_the_padding_mask_is_made_again_from_the_next_graphs
     # the re-planned graph starts a step of its own (a new batch): it is packed, with the mask's real tokens
     assert st["applied"] and st["continued"], st["graphs"]
     assert st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st
+
+
+def test_detach_prefix_does_not_continue_and_says_so():
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch(prompt_len=12, lens=(5, 3, 6, 4))
+
+    def fn(m, ids, am, adv, p):
+        h = m.model(input_ids=ids, attention_mask=am, use_cache=False).last_hidden_state
+        torch._dynamo.graph_break()
+        return grpo_loss(m.lm_head(h), ids, am, adv, p)
+
+    run(torch.compile(fn, backend="replay", options={**AOT, "mode": "detach_prefix"}), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    graphs = st["graphs"]
+    assert len(graphs) == 2 and graphs[0]["applied"] and not graphs[1]["applied"], graphs
+    assert "detach_prefix" in graphs[1]["fallback_reason"] and not st["applied"], st
