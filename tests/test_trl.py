@@ -214,3 +214,22 @@ def test_peft_lora_steps_equal_trl():
     got = run(True, model=policy(), **kw)
     assert_same_run(ref, got)
     assert all(s["applied"] and s["tokens_computed"] < s["tokens_in"] for s in got[0].replay_stats)
+
+
+def test_bf16_steps_are_packed_and_within_bf16_rounding_of_trl():
+    """``bf16=True`` (accelerate's bf16 autocast around the fp32 model, as TRL users train): the training forward is
+    packed, and the logged loss and each step's gradients stay within bf16 rounding of TRL's own bf16 run (the
+    packed step rounds in other places: a shared token's gradient is summed over its branches before rounding;
+    tests/test_autocast.py bounds that against fp32 for the bare step)."""
+    kw = dict(COMMON, bf16=True)
+    ref = run(False, **kw)
+    got = run(True, **kw)
+    (_, l0, g0, _), (trainer, l1, g1, _) = ref, got
+    for a, b in zip(l0, l1):
+        assert math.isclose(b["loss"], a["loss"], rel_tol=2e-2, abs_tol=1e-3), (a["loss"], b["loss"])
+        assert b["replay/applied"] == 1.0 and 0 < b["replay/tokens_computed"] < b["replay/tokens_in"], b
+    assert any(abs(h["loss"]) > 1e-4 for h in l0), "the loss should depend on the logits"
+    worst = max(rel(b[k], a[k]) for a, b in zip(g0, g1) for k in a)
+    print(f"bf16: losses {[h['loss'] for h in l0]} vs {[h['loss'] for h in l1]}, worst gradient difference "
+          f"{worst:.1e}")
+    assert worst <= 5e-2, f"gradients differ by {worst:.1e} relative (bf16 rounding is ~1e-2)"
