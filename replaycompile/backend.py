@@ -712,7 +712,13 @@ class ReplayGraph:
         embedding outside any graph), from the activations themselves (``plan.content_plan``; only graphs with
         an attention, where sharing pays). Untagged activation inputs are packed only if they are equal, bit for
         bit, wherever the plan shares a token (``plan.shares_exactly``); the masks are verified
-        causal-with-padding against the batch's real tokens. Anything else runs the graph as it is."""
+        causal-with-padding against the batch's real tokens. Anything else runs the graph as it is.
+
+        Why DDP's split graphs are packed piece by piece instead of asking for the graph whole
+        (``torch._dynamo.config.optimize_ddp = False``, which packs too): Dynamo splits at gradient buckets so
+        that each bucket's all-reduce starts while the backward of earlier pieces still runs; one whole graph is
+        one autograd node, and every all-reduce would wait for the end of its backward. A gather at each piece's
+        entry costs B*T*hidden copies against the piece's matmuls."""
         tensors = [(i, x) for i, x in enumerate(args) if isinstance(x, torch.Tensor)
                    and not isinstance(x, torch.nn.Parameter)]
         tags = [(i, _rows_tag(x)) for i, x in tensors if _rows_tag(x) is not None]
