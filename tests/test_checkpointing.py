@@ -110,3 +110,17 @@ def test_packed_step_still_recomputes():
         saved[ckpt] = _saved_bytes(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
         assert replaycompile.last_stats()["applied"]
     assert saved[True] < saved[False] / 2, saved
+
+
+def test_checkpointed_steps_of_changing_shapes_stay_packed():
+    """RL batches change length every step, so the second step runs the dynamic-shape graph, whose checkpoint
+    regions call ``.size()`` on packed values: still packed and exact."""
+    model = checkpointed_model("non_reentrant")
+    step = torch.compile(step_loss, backend="replay", options=AOT)
+    for prompt_len, lens in [(12, (5, 3, 6, 4)), (17, (7, 2, 5, 4))]:
+        ids, am, adv, p = group_batch(prompt_len=prompt_len, lens=lens)
+        ref = run(step_loss, model, ids, am, adv, p)
+        got = run(step, model, ids, am, adv, p)
+        assert_same_step(ref, got)
+        st = replaycompile.last_stats()
+        assert st["applied"] and st["tokens_computed"] == unique_prefix_tokens(ids, am), st
