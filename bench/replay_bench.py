@@ -155,6 +155,18 @@ def grads(model):
     return torch.cat([p.grad.reshape(-1) for p in model.parameters() if p.grad is not None])
 
 
+def reference_config(quick: bool = False):
+    """The reference configuration (Qwen3-shaped model config, and G, prompt length, completion length range);
+    ``quick``: a small one for smoke runs. Shared with the other benchmarks that compare on it."""
+    if quick:
+        cfg = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, intermediate_size=192, vocab_size=2000)
+        return cfg, (8, 256, 16, 32)
+    cfg = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+               head_dim=64, intermediate_size=768, vocab_size=32000)
+    return cfg, (8, 1024, 64, 128)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small model and batch (smoke run)")
@@ -164,14 +176,7 @@ def main(argv=None):
                     help="shared-prefix lengths for the min_shared_tokens break-even sweep (e.g. 0 8 32 128)")
     args = ap.parse_args(argv)
     torch.manual_seed(0)
-    if args.quick:
-        cfg = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                   head_dim=16, intermediate_size=192, vocab_size=2000)
-        G, P, cmin, cmax = 8, 256, 16, 32
-    else:
-        cfg = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                   head_dim=64, intermediate_size=768, vocab_size=32000)
-        G, P, cmin, cmax = 8, 1024, 64, 128
+    cfg, (G, P, cmin, cmax) = reference_config(args.quick)
     model = tiny_model("qwen3", **cfg)
     batch = with_old_logprobs(model, make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=True), P)
     nosh = with_old_logprobs(model, make_batch(G, P, cmin, cmax, cfg["vocab_size"], share=False, seed=1), P)

@@ -43,7 +43,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from replay_bench import make_batch  # noqa: E402
+from replay_bench import make_batch, reference_config  # noqa: E402
 from trl_grpo import tiny_tokenizer  # noqa: E402
 
 from replaycompile.integrations.trl import compile_trainer  # noqa: E402
@@ -109,14 +109,7 @@ def main(argv=None):
     ap.add_argument("--inner", default="inductor", help="the replay backend's inner compiler")
     a = ap.parse_args(argv)
     torch.manual_seed(0)
-    if a.quick:
-        cfg = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                   head_dim=16, intermediate_size=192, vocab_size=2000)
-        G, P, cmin, cmax = 8, 256, 16, 32
-    else:
-        cfg = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                   head_dim=64, intermediate_size=768, vocab_size=32000)
-        G, P, cmin, cmax = 8, 1024, 64, 128
+    cfg, (G, P, cmin, cmax) = reference_config(a.quick)
     V = cfg["vocab_size"]
     base = tiny_model("qwen3", **cfg)
     ids, am, adv = make_batch(G, P, cmin, cmax, V, share=True)

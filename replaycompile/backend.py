@@ -434,6 +434,31 @@ class ReplayGraph:
                                                          backend=self._inner_packed, dynamic=True)
         return self._packed_fns[id(packed)]
 
+    def _run_packed(self, packed: PackedGraph, args, extra: list, device) -> tuple:
+        """(output, None), or (None, why) when compiling the packed graph failed on its first call (a later
+        failure raises: the graph ran before, so it is not a compile problem)."""
+        # Dynamo guards on whether an input is a view (it checks ._base): pass plain tensors, so a view in one
+        # call and a fresh tensor in the next do not recompile the packed graph.
+        extra = [_not_a_view(x.to(device)) for x in extra]
+        args = [_not_a_view(x) if isinstance(x, torch.Tensor) else x for x in args]
+        first = id(packed) not in self._packed_fns
+        ran_before = calls_by_path()
+        try:
+            # capture_scalar_outputs: with dynamic=True Dynamo passes float module attributes as 0-d tensors
+            # read by .item(); a graph break there would run the packed forward op by op
+            # use_duck_shape off: plan sizes that happen to be equal in the first call (a slice's width and the
+            # batch size, say) would otherwise share one symbol, and the next batch would recompile
+            with torch._dynamo.config.patch(capture_scalar_outputs=True), \
+                    torch.fx.experimental._config.patch(use_duck_shape=False):
+                out = self._packed_fn(packed)(*args, *extra)
+        except Exception as e:  # noqa: BLE001
+            if not first:
+                raise
+            log.exception("replay: compiling the packed graph (%s) failed", self.name)
+            return None, f"compiling the packed graph failed ({type(e).__name__}: {e}); running unpacked"
+        self._attention_ran = ran_since(ran_before)
+        return out, None
+
     def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args, split=None, key=None,
                continued: bool = False) -> None:
         if continued:  # no token ids here: the batch's plan says what came in
@@ -669,28 +694,10 @@ class ReplayGraph:
         else:
             extra = self._packed_inputs(packed, args, plan, split)
         self._lm_head_ran = packed.lm_head_sites
-        # Dynamo guards on whether an input is a view (it checks ._base): pass plain tensors, so a view in one
-        # call and a fresh tensor in the next do not recompile the packed graph.
-        extra = [_not_a_view(x.to(dev)) for x in extra]
-        args = [_not_a_view(x) if isinstance(x, torch.Tensor) else x for x in args]
-        first = id(packed) not in self._packed_fns
-        ran_before = calls_by_path()
-        try:
-            # capture_scalar_outputs: with dynamic=True Dynamo passes float module attributes as 0-d tensors
-            # read by .item(); a graph break there would run the packed forward op by op
-            # use_duck_shape off: plan sizes that happen to be equal in the first call (a slice's width and the
-            # batch size, say) would otherwise share one symbol, and the next batch would recompile
-            with torch._dynamo.config.patch(capture_scalar_outputs=True), \
-                    torch.fx.experimental._config.patch(use_duck_shape=False):
-                out = self._packed_fn(packed)(*args, *extra)
-        except Exception as e:  # noqa: BLE001
-            if not first:
-                raise
-            # compiling the packed graph failed: fall back for good, correct results first
-            log.exception("replay: compiling the packed graph failed")
-            self.reason = f"compiling the packed graph failed ({type(e).__name__}: {e}); running unpacked"
+        out, failed = self._run_packed(packed, args, extra, dev)
+        if failed is not None:  # compiling the packed graph failed: fall back for good, correct results first
+            self.reason = failed
             return self._fallback(self.reason, args, plan)
-        self._attention_ran = ran_since(ran_before)
         batch = _Batch(plan, am.long() if am is not None else torch.ones(plan.batch_size, plan.seq_len,
                                                                          dtype=torch.long),
                        valid_known=am is not None or bool(self.analysis.attention))
@@ -721,7 +728,7 @@ class ReplayGraph:
         entry costs B*T*hidden copies against the piece's matmuls."""
         tensors = [(i, x) for i, x in enumerate(args) if isinstance(x, torch.Tensor)
                    and not isinstance(x, torch.nn.Parameter)]
-        tags = [(i, _rows_tag(x)) for i, x in tensors if _rows_tag(x) is not None]
+        tags = [(i, tag) for i, x in tensors if (tag := _rows_tag(x)) is not None]
         log.debug("replay: graph %s: %d tagged of %d tensor inputs, attention %s", self.name, len(tags),
                   len(tensors), self._has_attention)
         if len({id(t.batch) for _, t in tags}) > 1:
@@ -743,7 +750,7 @@ class ReplayGraph:
             batch = None
         tagged = {i: (tg.bdim, tg.tdim) for i, tg in tags}
         untagged = [(i, x) for i, x in tensors if i not in tagged and x.is_floating_point() and x.dim() >= 2
-                    and tuple(x.shape[:2]) == (b, t) and self._placeholders[i].name not in ("",)]
+                    and tuple(x.shape[:2]) == (b, t)]
         seeds = {i: bt for i, bt in tagged.items()}
         seeds.update({i: (0, 1) for i, _ in untagged})
         cont = self._continuation(args, seeds)
@@ -800,21 +807,10 @@ class ReplayGraph:
                 return self._continued_fallback(why, args, batch)
         plan = batch.plan
         extra = self._packed_inputs(cont.packed, args, plan, None, cont.analysis, cont.bounds_gm)
-        extra = [_not_a_view(x.to(args[next(iter(seeds))].device)) for x in extra]
-        args = [_not_a_view(x) if isinstance(x, torch.Tensor) else x for x in args]
-        first = id(cont.packed) not in self._packed_fns
-        ran_before = calls_by_path()
-        try:
-            with torch._dynamo.config.patch(capture_scalar_outputs=True), \
-                    torch.fx.experimental._config.patch(use_duck_shape=False):
-                out = self._packed_fn(cont.packed)(*args, *extra)
-        except Exception as e:  # noqa: BLE001
-            if not first:
-                raise
-            log.exception("replay: compiling the packed continuation graph failed")
-            cont.reason = f"compiling the packed graph failed ({type(e).__name__}: {e}); running unpacked"
+        out, failed = self._run_packed(cont.packed, args, extra, args[next(iter(seeds))].device)
+        if failed is not None:
+            cont.reason = failed
             return self._continued_fallback(cont.reason, args, batch)
-        self._attention_ran = ran_since(ran_before)
         self._lm_head_ran = 0
         _tag_outputs(out, cont.out_rows, batch)
         self._stats(True, None, plan, args, key=batch, continued=True)
@@ -827,9 +823,8 @@ class ReplayGraph:
 
     def _batch_axes(self, tensors) -> tuple:
         """(B, T) of an untagged graph: from its attention mask ([B, 1, T, T]) or its first activation."""
-        for _, x in tensors:
-            if x.dim() == 4 and x.shape[-1] == x.shape[-2] and not x.is_floating_point() or \
-                    x.dim() == 4 and x.shape[-1] == x.shape[-2] and x.shape[1] == 1:
+        for _, x in tensors:  # a bool mask, or a float (additive) one with one head axis
+            if x.dim() == 4 and x.shape[-1] == x.shape[-2] and (not x.is_floating_point() or x.shape[1] == 1):
                 return int(x.shape[0]), int(x.shape[-1])
         for _, x in tensors:
             if x.is_floating_point() and x.dim() == 3:
