@@ -11,6 +11,8 @@ step is forward + GRPO loss (clipped ratio against stored old log-probs) + backw
     replay        the whole step function (model call + loss) under torch.compile(backend="replay", dynamic=None)
     replay_detach the same with options={"mode": "detach_prefix"} (an approximation: its gradient error against
                   the exact gradient is reported, not asserted)
+    prefix_grouper the peer (PyPI ``prefix_grouper``) given its best CPU setup (bench/peers.py): its data API, an
+                  SDPA adapter, hand-built position ids, the LM head on the completion positions only; exact
 
 Every timed step gets a new batch with a new padded length T (the prompt length moves by a few tokens and the
 completion lengths are redrawn), as in RL; variants run round-robin within a length, medians over the reps.
@@ -62,7 +64,7 @@ from replaycompile import memory  # noqa: E402
 from replaycompile.models import tiny_config, tiny_model  # noqa: E402
 from replay_bench import PeakHeap, grpo_loss_from_logp  # noqa: E402
 
-VARIANTS = ("eager", "eager_keep", "eager_rows", "replay", "replay_detach")
+VARIANTS = ("eager", "eager_keep", "eager_rows", "prefix_grouper", "replay", "replay_detach")
 BUDGET_VARIANTS = ("eager_keep", "eager_rows", "replay", "replay_detach")
 
 MODELS = {
@@ -172,6 +174,22 @@ def _rows_step(model, ids, am, adv, old_logp):
     return total
 
 
+def _prefix_grouper_step(model, ids, am, adv, old_logp):
+    """Prefix Grouper's step: the attention implementation is switched for the call only (the other variants
+    share the model)."""
+    from peers import prefix_grouper_logp, use_prefix_grouper
+    c = old_logp.shape[1]
+    p = ids.shape[1] - c
+    restore = use_prefix_grouper(model)
+    try:
+        logp = prefix_grouper_logp(model, ids, am, p)
+        loss = grpo_loss_from_logp(logp, old_logp, adv, am[:, p:].float())
+        loss.backward()
+    finally:
+        restore()
+    return loss.detach()
+
+
 def _fresh(fn, name):
     """``fn`` with a code object of its own: Dynamo caches per code object, and the two replay variants would
     otherwise evict each other's entries (and count as recompiles)."""
@@ -183,6 +201,8 @@ def make_variant(name: str):
     """A callable (model, batch) -> loss that runs forward, loss and backward."""
     if name == "eager_rows":
         return lambda model, batch: _rows_step(model, *batch)
+    if name == "prefix_grouper":
+        return lambda model, batch: _prefix_grouper_step(model, *batch)
     if name == "eager":
         fn = _loss_full
     elif name == "eager_keep":
@@ -362,7 +382,10 @@ def compare(g, ref, loss, ref_loss):
 
 
 def predicted(cfg, variant, prompt_len, comps, group, stats=None):
-    """The memory model's peak; for replay, with the LM head the measured call ran (stats['lm_head_chunked'])."""
+    """The memory model's peak; for replay, with the LM head the measured call ran (stats['lm_head_chunked']).
+    None for a variant the model does not cover (the peers)."""
+    if variant not in memory.VARIANTS:
+        return None
     lm_head = "plain" if (stats is not None and not stats.get("lm_head_chunked")) else "chunked"
     return memory.predict_peak_bytes(cfg, group, prompt_len, comps, dtype=torch.float32, variant=variant,
                                      lm_head=lm_head)
@@ -400,7 +423,7 @@ def sweep(args, cfg, results):
         run = []
         for v in args.variants:
             need = predicted(cfg, v, length + 29, worst, args.group)
-            if need > lim:
+            if need is not None and need > lim:
                 log(f"{length:>6} {v:<14} skipped: needs {need / 2**30:.1f} GB (predicted peak, worst case of the "
                     f"lengths drawn) > --max-gb {args.max_gb:g}")
                 results["skipped"].append(dict(prompt_len=length, variant=v, predicted_bytes=need))
@@ -503,12 +526,16 @@ def sweep(args, cfg, results):
             if rep.get("ok"):
                 pred = predicted(cfg, v, rep["actual_prompt_len"], rep["completions"], args.group, rep.get("stats"))
                 rep["predicted_bytes"] = pred
+                st = rep.get("stats")
+                if pred is None:
+                    log(f"{length:>6} {v:<14} peak heap {rep['peak_bytes'] / 2**20:.0f} MB (no memory model for "
+                        f"this peer), step {rep['step_s']:.2f} s in its own process")
+                    continue
                 err = 100 * (pred - rep["peak_bytes"]) / rep["peak_bytes"]
                 rep["pred_err_pct"] = err
                 results["points"].append(dict(model=name, variant=v, prompt_len=rep["actual_prompt_len"],
                                               measured=rep["peak_bytes"], predicted=pred, err_pct=err,
                                               note=_note(rep.get("stats"))))
-                st = rep.get("stats")
                 log(f"{length:>6} {v:<14} peak heap {rep['peak_bytes'] / 2**20:.0f} MB (predicted "
                     f"{pred / 2**20:.0f} MB, {err:+.0f}%), step {rep['step_s']:.2f} s in its own process"
                     + (f"; stats applied={st['applied']} tokens_in={st['tokens_in']} tokens_computed="
