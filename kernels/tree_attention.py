@@ -232,6 +232,77 @@ def _scatter_add(acc: Tensor, part: Tensor, anc: list, qs: int, qe: int) -> None
         off += b - a
 
 
+# ---------------------------------------------------------------- fewer queries than keys (flash)
+#
+# detach_prefix's branch queries see long ancestor ranges (the shared prompt) and a short causal run of their own.
+# There the key axis is split in two instead of masked: the ancestors (fully visible: no mask) in one flash call
+# per group of consecutive segments with the same ancestors (G branches of one prompt: one call for all their
+# queries), the own run (square causal) per segment, merged by their log-sum-exps. No [queries, keys] additive
+# mask is built (at a 16K-token prompt that was 25 MB per branch and layer, each way), the ancestors' K/V are
+# a view where they are one range, and the backward of each part, given the merged out and lse, is exactly that
+# part's share of the gradients (the kernel's P = exp(S - lse) and delta = rowsum(dO * O) use what it is given).
+
+
+def _ancestor_groups(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor, off: int):
+    """Yield (g_start, g_end, ancestor_ranges, [(q_start, q_end), ...]) per run of consecutive segments whose
+    ancestor ranges are equal; their queries [g_start, g_end) are contiguous."""
+    group = None
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
+        if group is not None and group[2] == anc and group[1] == qs:
+            group[1] = qe
+            group[3].append((qs, qe))
+            continue
+        if group is not None:
+            yield tuple(group)
+        group = [qs, qe, anc, [(qs, qe)]]
+    if group is not None:
+        yield tuple(group)
+
+
+def _ranges(x: Tensor, ranges: list) -> Tensor:
+    """x[:, :, ranges] along dim 2: a view for one range, else a copy."""
+    if len(ranges) == 1:
+        a, b = ranges[0]
+        return x[:, :, a:b]
+    return torch.cat([x[:, :, a:b] for a, b in ranges], dim=2)
+
+
+def _suffix_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse):
+    for g0, _, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off):
+        if anc:
+            g1 = segs[-1][1]
+            o_a, l_a = _FLASH_CPU(q[:, :, g0:g1], _ranges(k, anc), _ranges(v, anc), 0.0, False, scale=scale)
+        for qs, qe in segs:
+            o_s, l_s = _FLASH_CPU(q[:, :, qs:qe], k[:, :, qs + off:qe + off], v[:, :, qs + off:qe + off], 0.0,
+                                  True, scale=scale)
+            if anc:
+                la, oa = l_a[:, :, qs - g0:qe - g0], o_a[:, :, qs - g0:qe - g0]
+                l_m = torch.logaddexp(la, l_s)
+                o_s = (oa.to(l_m.dtype) * (la - l_m).exp_()[..., None]).add_(
+                    o_s.to(l_m.dtype) * (l_s - l_m).exp_()[..., None])
+                l_s = l_m
+            out[:, :, qs:qe] = o_s
+            lse[:, :, qs:qe] = l_s
+
+
+def _suffix_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc):
+    for g0, _, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off):
+        if anc:
+            g1 = segs[-1][1]
+            dq_a, dk_a, dv_a = _FLASH_CPU_BWD(grad_out[:, :, g0:g1], q[:, :, g0:g1], _ranges(k, anc),
+                                              _ranges(v, anc), out[:, :, g0:g1], lse[:, :, g0:g1], 0.0, False,
+                                              scale=scale)
+            _scatter_add(dk_acc, dk_a, anc[:-1], *anc[-1])
+            _scatter_add(dv_acc, dv_a, anc[:-1], *anc[-1])
+        for qs, qe in segs:
+            own = slice(qs + off, qe + off)
+            dq_s, dk_s, dv_s = _FLASH_CPU_BWD(grad_out[:, :, qs:qe], q[:, :, qs:qe], k[:, :, own], v[:, :, own],
+                                              out[:, :, qs:qe], lse[:, :, qs:qe], 0.0, True, scale=scale)
+            dq[:, :, qs:qe] = dq_s + dq_a[:, :, qs - g0:qe - g0] if anc else dq_s
+            dk_acc[:, :, own] += dk_s
+            dv_acc[:, :, own] += dv_s
+
+
 # ---------------------------------------------------------------- forward op
 
 
@@ -276,6 +347,9 @@ def tree_attention(
         _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse)
         return out, lse
     off = k.shape[2] - n
+    if off:
+        _suffix_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse)
+        return out, lse
     for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
         q_s = q[:, :, qs:qe]
         k_s = _gather(k, anc, qs + off, qe + off)
@@ -346,6 +420,9 @@ def tree_attention_backward(
     # the kernel wants its logsumexp in the accumulation dtype (float64 for float64)
     lse_k = lse.to(torch.promote_types(q.dtype, torch.float32))
     off = k.shape[2] - q.shape[2]
+    if off:
+        _suffix_backward(grad_out, q, k, v, out, lse_k, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc)
+        return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
     for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
         q_s = q[:, :, qs:qe]
         k_s = _gather(k, anc, qs + off, qe + off)
