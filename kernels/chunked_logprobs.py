@@ -108,6 +108,7 @@ def chunked_logprobs(
             lse_c = z.sub_(mx).exp_().sum(-1).log_().add_(mx.squeeze(-1))
             lse[s:e] = lse_c
             logp[s:e] = z_t - lse_c
+            del z  # one chunk's logits at a time: else they live on while the next chunk's are computed
             continue
         lse_c = torch.logsumexp(z, dim=-1)
         lse[s:e] = lse_c
@@ -116,6 +117,8 @@ def chunked_logprobs(
             # H = -sum p (z - lse) = lse - sum p z; one [chunk, V] temporary (p) besides z
             p = torch.exp(z - lse_c[:, None])
             entropy[s:e] = lse_c - (p * z).sum(-1)
+            del p
+        del z
     return logp, entropy, lse
 
 
@@ -180,6 +183,7 @@ def chunked_logprobs_backward(
                 gw_acc.addmm_(gz_in.t(), h) if acc_dt == hidden.dtype else gw_acc.add_((gz_in.t() @ h).to(acc_dt))
             if need_bias:
                 gb_acc += gz.sum(0)
+            del z, gz, gz_in  # one chunk's buffer at a time, as in the forward
             continue
         logp_all = z - lse[s:e, None]
         p = torch.exp(logp_all)
@@ -204,6 +208,7 @@ def chunked_logprobs_backward(
             gw_acc += (gz_in.t() @ h).to(acc_dt)
         if need_bias:
             gb_acc += gz.sum(0)
+        del z, logp_all, p, gz, gz_in
     grad_weight = gw_acc.to(weight.dtype) if need_weight else weight.new_empty((0,))
     grad_bias = gb_acc.to(bias.dtype) if need_bias else weight.new_empty((0,))
     return grad_hidden, grad_weight, grad_bias
