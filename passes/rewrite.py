@@ -222,7 +222,11 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
         if n in sites:
             s = sites[n]
             if detach_prefix:
-                (qs, ks, vs), (qr, kr, vr) = ([st.env[x] for x in (s.q, s.k, s.v)] for st in streams)
+                # keys and values before GQA's repeat_kv where the model repeats them (the op reads kv head
+                # h // (Hq / Hkv) itself): the branch backward saves the shared K/V once, not once per query head
+                kv = [_repeat_kv_source(x) for x in (s.k, s.v)]
+                kv = [x if x is not None and all(x in st.env for st in streams) else y for x, y in zip(kv, (s.k, s.v))]
+                (qs, ks, vs), (qr, kr, vr) = ([st.env[x] for x in (s.q, *kv)] for st in streams)
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (qs, ks, vs, plan["subtree_end_s"], plan["seg_q_s"], plan["seg_kv_ptr_s"],
                                        plan["kv_ranges_s"], s.scale, layout, block_q, block_k))
@@ -252,6 +256,32 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
     new_gm.recompile()
     vocab = max((int(_shape(w)[0]) for _, w, _, _ in chains.values()), default=0)
     return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab)
+
+
+def _repeat_kv_source(x):
+    """The keys (or values) that GQA's ``repeat_kv`` repeated into ``x`` (the Hugging Face form
+    ``k[:, :, None, :, :].expand(b, hkv, n_rep, t, d).reshape(b, hkv * n_rep, t, d)``), or None where ``x`` is
+    not that: query head h of the result reads head h // n_rep of the source."""
+    if not (isinstance(x, fx.Node) and op_name(x) in ("reshape", "view") and x.args):
+        return None
+    e = x.args[0]
+    if not (isinstance(e, fx.Node) and op_name(e) == "expand" and e.args):
+        return None
+    gi = e.args[0]
+    if not (isinstance(gi, fx.Node) and gi.op == "call_function" and gi.target is operator.getitem):
+        return None
+    src, idx = gi.args
+    full = slice(None, None, None)
+    if not (isinstance(src, fx.Node) and idx in ((full, full, None, full, full), (full, full, None, Ellipsis),
+                                                  (full, full, None))):
+        return None
+    s_src, s_exp, s_out = _shape(src), _shape(e), _shape(x)
+    if not (s_src is not None and s_exp is not None and s_out is not None
+            and len(s_src) == 4 and len(s_exp) == 5 and len(s_out) == 4
+            and all(isinstance(v, int) for v in (s_src[1], s_exp[1], s_exp[2], s_out[1]))
+            and s_exp[1] == s_src[1] and s_out[1] == s_src[1] * s_exp[2]):
+        return None
+    return src
 
 
 def _single_user(x: fx.Node) -> bool:
