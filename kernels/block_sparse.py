@@ -25,11 +25,17 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["BlockLayout", "tree_block_mask", "causal_block_mask", "cdiv"]
+__all__ = ["BlockLayout", "tree_block_mask", "causal_block_mask", "cdiv", "next_power_of_2"]
 
 
 def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for ints (the one spelling of it in the project)."""
     return -(-a // b)
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1), as ``triton.next_power_of_2`` without importing Triton."""
+    return 1 << max(n - 1, 0).bit_length()
 
 
 @dataclass(frozen=True, eq=False)

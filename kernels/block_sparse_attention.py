@@ -28,12 +28,24 @@ from __future__ import annotations
 import functools
 
 import torch
-import triton
-import triton.language as tl
 from torch import Tensor
 
 from . import autocast as _autocast
-from .block_sparse import BlockLayout
+from .block_sparse import BlockLayout, next_power_of_2
+
+# Triton is imported on the first kernel launch, not with this module: attention="torch", the budget op's CPU path
+# and the tree-attention op's CPU path must import and run where Triton is not installed. The kernel sources
+# below read ``tl`` from this module's globals only when Triton compiles or interprets them, and their
+# ``tl.constexpr`` annotations stay strings (``from __future__ import annotations``), so binding it late works.
+triton = tl = None
+
+
+def _load_triton() -> None:
+    global triton, tl
+    if tl is None:
+        import triton as _triton
+        import triton.language as _tl
+        triton, tl = _triton, _tl
 
 __all__ = ["forward", "backward", "block_sparse_attention", "supported", "default_blocks"]
 
@@ -239,6 +251,7 @@ def _gpu_configs():
 
 @functools.lru_cache(maxsize=None)
 def _kernel(name: str, interpret: bool):
+    _load_triton()
     fn = {"fwd": _fwd_kernel, "dkdv": _bwd_dkdv_kernel, "dq": _bwd_dq_kernel}[name]
     if interpret:
         from triton.runtime.interpreter import InterpretedFunction
@@ -298,7 +311,7 @@ def _common(q: Tensor, k: Tensor, layout: BlockLayout, tree_end: Tensor | None):
     d = q.shape[-1]
     meta = dict(GROUP=hq // hkv, PER_HEAD=layout.heads > 1, TREE=tree_end is not None,
                 UPCAST=interpret and q.dtype == torch.bfloat16, PRECISION=_precision(q.dtype),
-                HEAD_DIM=d, BLOCK_D=max(16, triton.next_power_of_2(d)),
+                HEAD_DIM=d, BLOCK_D=max(16, next_power_of_2(d)),
                 BLOCK_Q=layout.block_q, BLOCK_K=layout.block_k)
     # the tree rule reads subtree_end; the causal rule ignores it (any int tensor fills the slot)
     se = tree_end if tree_end is not None else layout.q_ptr

@@ -20,6 +20,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .block_sparse import cdiv
+
 __all__ = ["select_pages_reference", "sparse_decode_reference"]
 
 
@@ -28,7 +30,7 @@ def select_pages_reference(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, t
     """bool [B, Hkv, n_pages]: the pages kept for each (row, KV head)."""
     b, hq, _, d = q.shape
     hkv = k.shape[1]
-    n_pages = -(-kv_len // page_size)
+    n_pages = cdiv(kv_len, page_size)
     kept = torch.zeros(b, hkv, n_pages, dtype=torch.bool)
     for bi in range(b):
         vis_t = visible[bi, :kv_len].cpu()
