@@ -12,8 +12,12 @@ runs dense decode attention (the same code as ``dense_decode``), so a full budge
 
 Page centroids are kept incrementally: a per-cache ``PageState`` holds each page's key sum and count and adds
 only the tokens written since the last step (the first step after prefill sums the prompt once). The state is a
-memo of a pure function of the cache: it is checked against the cache (the first key and the last key summed)
-every step and rebuilt when the cache holds another sequence; ``reset_page_state()`` drops it explicitly.
+memo of a pure function of the cache (so the op is functional, ``mutates_args=()``): it is checked against the
+cache (the first key and the last key summed) every step and rebuilt when the cache holds another sequence.
+It lives in a ``SparseDecodeState`` that the caller owns, one per KV cache: ``rollout.DecodeSession`` makes one
+and activates it around each step (``with state.active(): ...``), with the CPU path's scratch buffers. A step
+run outside any active state (a decode loop of the user's own) uses the process-wide ``default_state()``;
+``reset_page_state()`` empties whichever state is current.
 
 Paths: on CPU the kept pages are gathered into buffers allocated once per shape and attended with PyTorch's
 SDPA, each GQA group's query heads folded into the query dimension (no repeated K/V); on CUDA a Triton split-K
@@ -22,21 +26,33 @@ kernel reads the kept pages in place (``_decode_kernel``), tested on CPU under t
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import logging
 
 import torch
 import torch.nn.functional as F
-import triton
-import triton.language as tl
 from torch import Tensor
 
 from . import autocast as _autocast
+from .block_sparse import cdiv, next_power_of_2
+
+# Triton is imported on the first kernel launch (see block_sparse_attention.py): the CPU paths need none
+triton = tl = None
+
+
+def _load_triton() -> None:
+    global triton, tl
+    if tl is None:
+        import triton as _triton
+        import triton.language as _tl
+        triton, tl = _triton, _tl
 
 log = logging.getLogger("replaycompile")
 
-__all__ = ["sparrow_budget", "sparse_decode", "dense_decode", "select_pages", "reset_page_state", "visible_keys",
-           "cache_copies"]
+__all__ = ["sparrow_budget", "sparse_decode", "dense_decode", "select_pages", "SparseDecodeState", "default_state",
+           "reset_page_state", "visible_keys", "cache_copies"]
 
 
 def visible_keys(mask: Tensor, batch: int) -> Tensor:
@@ -79,7 +95,7 @@ class PageState:
     def __init__(self, k: Tensor, page_size: int):
         b, hkv, length, d = k.shape
         self.page_size = page_size
-        n = -(-length // page_size)
+        n = cdiv(length, page_size)
         self.sums = torch.zeros(b, hkv, n, d, dtype=torch.float32, device=k.device)
         self.counts = torch.zeros(b, n, dtype=torch.float32, device=k.device)
         self.cent = torch.zeros(b, hkv, n, d, dtype=torch.float32, device=k.device)  # sums / counts
@@ -113,40 +129,83 @@ class PageState:
         return self.cent[:, :, :n_pages], self.counts[:, :n_pages] > 0
 
 
-_STATES: dict = {}
+class SparseDecodeState:
+    """What the sparse decode op keeps between the steps of one KV cache: per attention site the page
+    centroids (``PageState``), and the CPU path's scratch buffers. The caller owns it (``rollout.DecodeSession``
+    holds one per cache) and makes it current around a step with ``active()``."""
+
+    def __init__(self):
+        self.pages: dict = {}
+        self.buffers: dict = {}
+
+    def clear(self) -> None:
+        self.pages.clear()
+        self.buffers.clear()
+
+    @contextlib.contextmanager
+    def active(self):
+        token = _CURRENT.set(self)
+        try:
+            yield self
+        finally:
+            _CURRENT.reset(token)
+
+    def page_state(self, k: Tensor, page_size: int, site: int) -> PageState:
+        # keyed by the attention site, not the buffer: inside a compiled graph the cache may reach the op as a
+        # fresh functional copy each step
+        key = (site, tuple(k.shape), k.dtype, k.device, page_size)
+        st = self.pages.get(key)
+        if st is None:
+            if len(self.pages) > 4096:  # caches come and go across rollouts; keep the memo bounded
+                self.pages.clear()
+            st = self.pages[key] = PageState(k, page_size)
+        return st
+
+    def buffer(self, name: str, shape, dtype, device) -> Tensor:
+        """A scratch tensor reused across steps: fresh multi-MB allocations per step cost 2-4x on CPU."""
+        key = (name, tuple(shape), dtype, device)
+        buf = self.buffers.get(key)
+        if buf is None:
+            if len(self.buffers) > 256:
+                self.buffers.clear()
+            buf = self.buffers[key] = torch.empty(shape, dtype=dtype, device=device)
+        return buf
+
+
+_DEFAULT = SparseDecodeState()
+_CURRENT: contextvars.ContextVar = contextvars.ContextVar("replaycompile_sparse_decode_state", default=None)
+
+
+def default_state() -> SparseDecodeState:
+    """The state of decode steps run outside any caller's ``SparseDecodeState.active()``."""
+    return _DEFAULT
+
+
+def current_state() -> SparseDecodeState:
+    return _CURRENT.get() or _DEFAULT
 
 
 def reset_page_state() -> None:
-    """Forget every cache's page centroids (a new rollout reuses the same cache buffers)."""
-    _STATES.clear()
-
-
-def _state(k: Tensor, page_size: int, state_key: int) -> PageState:
-    # keyed by the attention site, not the buffer: inside a compiled graph the cache may reach the op as a
-    # fresh functional copy each step
-    key = (state_key, tuple(k.shape), k.dtype, k.device, page_size)
-    st = _STATES.get(key)
-    if st is None:
-        if len(_STATES) > 4096:  # caches come and go across rollouts; keep the memo bounded
-            _STATES.clear()
-        st = _STATES[key] = PageState(k, page_size)
-    return st
+    """Forget the current state's page centroids and buffers (the active one, else the default state). A new
+    ``DecodeSession`` and each clone start with a state of their own, so rollouts need not call this."""
+    current_state().clear()
 
 
 # ------------------------------------------------------------------------------------------------ selection
 
 
 def select_pages(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, topk: int, page_size: int, sink: int,
-                 local: int, state_key: int = -1) -> Tensor:
+                 local: int, state_key: int = -1, state: SparseDecodeState | None = None) -> Tensor:
     """int64 [B, Hkv, S] kept page ids per (row, KV head), ascending; S = min(sink + local + topk, pages).
 
     Reserved pages score +inf and pages without a visible key -inf, so one top-S picks the reserved pages, then
     the best of the rest, never a page twice. (A short row may pick an empty page: its keys are all invisible.)
+    ``state_key`` names the attention site whose centroids ``state`` (default: the current state) keeps.
     """
     b, hq, _, d = q.shape
     hkv = k.shape[1]
-    n_pages = -(-kv_len // page_size)
-    st = _state(k, page_size, state_key)
+    n_pages = cdiv(kv_len, page_size)
+    st = (state or current_state()).page_state(k, page_size, state_key)
     st.update(k, visible, kv_len)
     cent, has = st.centroids(n_pages)
     qm = q.reshape(b, hkv, hq // hkv, d).to(torch.float32).mean(2)
@@ -172,7 +231,6 @@ def dense_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, kv_len: int, 
     return out.reshape(b, hq, 1, v.shape[-1])
 
 
-_BUFFERS: dict = {}
 _copies = [0]  # decode steps that padded and copied their cache (see cache_copies)
 _warned_copies: set = set()
 
@@ -199,26 +257,15 @@ def _warn_cache_copy(k: Tensor, v: Tensor, page_size: int) -> None:
                     list(k.shape), " and ".join(why), page_size)
 
 
-def _buffer(name: str, shape, dtype, device) -> Tensor:
-    """A scratch tensor reused across steps: fresh multi-MB allocations per step cost 2-4x on CPU."""
-    key = (name, tuple(shape), dtype, device)
-    buf = _BUFFERS.get(key)
-    if buf is None:
-        if len(_BUFFERS) > 256:
-            _BUFFERS.clear()
-        buf = _BUFFERS[key] = torch.empty(shape, dtype=dtype, device=device)
-    return buf
-
-
 def _gather_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tensor, page_size: int,
-                   scale: float) -> Tensor:
+                   scale: float, state: SparseDecodeState | None = None) -> Tensor:
     b, hq, _, d = q.shape
     hkv, length, dv = k.shape[1], k.shape[2], v.shape[-1]
     s = pages.shape[-1]
     if length % page_size or not (k.is_contiguous() and v.is_contiguous()):
         # the page gathers below view the cache as whole contiguous pages: pad and copy it (every step)
         _warn_cache_copy(k, v, page_size)
-        n_full = -(-length // page_size) * page_size
+        n_full = cdiv(length, page_size) * page_size
         k = torch.nn.functional.pad(k, (0, 0, 0, n_full - length)).contiguous()
         v = torch.nn.functional.pad(v, (0, 0, 0, n_full - length)).contiguous()
         visible = torch.nn.functional.pad(visible, (0, n_full - length))
@@ -226,10 +273,11 @@ def _gather_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tens
     n_pages = length // page_size
     # one index per page: rows of a [B * Hkv * n_pages, page_size * D] view of the cache
     flat = (pages + (torch.arange(b * hkv, device=q.device) * n_pages).reshape(b, hkv, 1)).reshape(-1)
+    st = state or current_state()
     kg = torch.index_select(k.view(-1, page_size * d), 0, flat,
-                            out=_buffer("k", (flat.numel(), page_size * d), k.dtype, k.device))
+                            out=st.buffer("k", (flat.numel(), page_size * d), k.dtype, k.device))
     vg = torch.index_select(v.view(-1, page_size * dv), 0, flat,
-                            out=_buffer("v", (flat.numel(), page_size * dv), v.dtype, v.device))
+                            out=st.buffer("v", (flat.numel(), page_size * dv), v.dtype, v.device))
     vis_rows = (pages + (torch.arange(b, device=q.device) * n_pages).reshape(b, 1, 1)).reshape(-1)
     vis = visible.reshape(b * n_pages, page_size).index_select(0, vis_rows).reshape(b, hkv, 1, s * page_size)
     qf = q.reshape(b, hkv, hq // hkv, d)
@@ -299,6 +347,7 @@ def _decode_kernel(Q, K, V, VIS, PAGES, O_ACC, O_M, O_L,
 
 @functools.lru_cache(maxsize=None)
 def _decode_fn(interpret: bool):
+    _load_triton()
     if interpret:
         from triton.runtime.interpreter import InterpretedFunction
         return InterpretedFunction(_decode_kernel)
@@ -315,11 +364,11 @@ def triton_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tenso
     s = pages.shape[-1]
     interpret = q.device.type != "cuda"
     if n_split is None:  # enough programs to fill the GPU, each over a few iterations
-        n_split = 1 if interpret else max(1, min(64, triton.cdiv(s, 4 * pages_per_iter)))
-    per = triton.cdiv(triton.cdiv(s, n_split), pages_per_iter) * pages_per_iter
-    n_split = triton.cdiv(s, per)
-    block_g = max(16, triton.next_power_of_2(g))
-    block_d = max(16, triton.next_power_of_2(d))
+        n_split = 1 if interpret else max(1, min(64, cdiv(s, 4 * pages_per_iter)))
+    per = cdiv(cdiv(s, n_split), pages_per_iter) * pages_per_iter
+    n_split = cdiv(s, per)
+    block_g = max(16, next_power_of_2(g))
+    block_d = max(16, next_power_of_2(d))
     acc = torch.empty(b, hkv, n_split, block_g, block_d, dtype=torch.float32, device=q.device)
     m = torch.empty(b, hkv, n_split, block_g, dtype=torch.float32, device=q.device)
     lsum = torch.empty_like(m)
@@ -346,12 +395,13 @@ def triton_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tenso
 def sparse_decode(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, budget: Tensor, scale: float, page_size: int,
                   sink: int, local: int, use_triton: bool, state_key: int, dense: bool = False) -> Tensor:
     """Budgeted sparse decode attention: q [B, Hq, 1, D], the cache k/v [B, Hkv, L, D], the step's SDPA mask,
-    ``budget`` from ``sparrow_budget``; ``state_key`` names the attention site whose page centroids to keep;
-    ``dense`` (a layer the schedule keeps dense) attends to every page. Returns [B, Hq, 1, D] in q.dtype."""
+    ``budget`` from ``sparrow_budget``; ``state_key`` names the attention site (its layer) whose page centroids
+    the current ``SparseDecodeState`` keeps; ``dense`` (a layer the schedule keeps dense) attends to every page.
+    Returns [B, Hq, 1, D] in q.dtype."""
     b = q.shape[0]
     visible = visible_keys(mask, b)
     kv_len, topk = (int(x) for x in budget.tolist())
-    n_pages = -(-kv_len // page_size)
+    n_pages = cdiv(kv_len, page_size)
     triton_ok = use_triton or q.device.type == "cuda"
     if dense or sink + local + topk >= n_pages:
         if triton_ok:

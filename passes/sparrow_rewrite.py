@@ -9,11 +9,13 @@ length from the mask and the page count from the table, which enters as a new gr
 a recalibrated table changes values, not the graph.
 
 Layers are numbered by the order of their attention calls in the graph (a decode graph holds the whole model).
+The number is also the op's ``state_key``: the layer whose page centroids the caller's ``SparseDecodeState``
+keeps (one state per KV cache, so a layer's number names its cache; no count across graphs, so the same
+model compiles to the same graph every time).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 from dataclasses import dataclass
@@ -25,7 +27,6 @@ from replaycompile.kernels import sparse_decode as _sparse_decode  # noqa: F401 
 
 _SDPA = (torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention,
          torch.ops.aten.scaled_dot_product_attention.default)
-_site_ids = itertools.count()
 
 
 class NotDecode(Exception):
@@ -136,7 +137,7 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
         with g.inserting_before(n):
             new = g.call_function(torch.ops.replaycompile.sparse_decode.default,
                                   (q, ks, vs, mask, budgets[mask], scale, schedule.page_size, schedule.sink_pages,
-                                   schedule.local_pages, use_triton, next(_site_ids), i in schedule.dense_layers))
+                                   schedule.local_pages, use_triton, i, i in schedule.dense_layers))
         old_kv = [x for x in n.args[1:3] if isinstance(x, fx.Node)]
         n.replace_all_uses_with(new)
         g.erase_node(n)

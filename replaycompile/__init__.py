@@ -7,9 +7,10 @@ Sparse rollouts (Sparrow): ``replaycompile.SparrowSchedule``, ``replaycompile.ro
 ``replaycompile.sparrow`` (acceptance, calibration, the TIS loss), ``replaycompile.distill.DistillSparse``.
 """
 
-from . import rollout, sparrow
+import importlib
+
 from .backend import DEFAULT_MIN_SHARED_TOKENS, ReplayOptions, last_stats, parse_options
-from .sparrow import SparrowSchedule
+from .schedule import SparrowSchedule
 from .integrations.trl import install_guard as _install_trl_guard
 
 # GRPOTrainer(model=torch.compile(model, backend="replay")) would never run replay (TRL replaces the forward):
@@ -18,3 +19,17 @@ _install_trl_guard()
 
 __all__ = ["last_stats", "parse_options", "ReplayOptions", "DEFAULT_MIN_SHARED_TOKENS", "SparrowSchedule",
            "rollout", "sparrow"]
+
+# The rollout layer and the Sparrow API sit above the backend (they compile decode steps with it): loaded on
+# first use, so the entry point (replaycompile.backend) never loads them
+_LAZY = ("rollout", "sparrow")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -21,7 +21,9 @@ import contextlib
 import torch
 from torch import Tensor
 
-from .sparrow import SparrowSchedule, tis_policy_loss
+from replaycompile.kernels.block_sparse import cdiv
+from .losses import tis_policy_loss
+from .schedule import SparrowSchedule
 
 __all__ = ["DistillSparse", "sparse_training_attention", "training_selection"]
 
@@ -37,7 +39,7 @@ def training_selection(q: Tensor, k: Tensor, key_visible: Tensor, schedule: Spar
     hq, t, d = q.shape
     hkv = k.shape[0]
     p = schedule.page_size
-    nb = -(-t // p)
+    nb = cdiv(t, p)
     pad = nb * p - t
     vis = torch.nn.functional.pad(key_visible.float(), (0, pad))
     kp = torch.nn.functional.pad(k.float(), (0, 0, 0, pad)) * vis[None, :, None]

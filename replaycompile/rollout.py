@@ -17,6 +17,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from replaycompile import backend
+from replaycompile.kernels.block_sparse import cdiv
+from replaycompile.kernels.sparse_decode import SparseDecodeState
+
 __all__ = ["Rollout", "DecodeSession", "generate"]
 
 
@@ -61,7 +65,6 @@ def _decode_step(model, schedule, inner: str, attention: str):
                                  options={"schedule": schedule, "inner": inner, "attention": attention})
 
         def step(**kw):
-            from replaycompile import backend
             before = backend.sparrow_calls()
             with torch._dynamo.config.patch(recompile_limit=max(_RECOMPILE_LIMIT,
                                                                 torch._dynamo.config.recompile_limit)):
@@ -130,7 +133,10 @@ def _sample(logits: Tensor, temperature: float, top_p: float, generator) -> tupl
 
 class DecodeSession:
     """A batch's static KV cache after a dense prefill, stepped one token at a time (dense, or sparse with a
-    schedule). ``logits`` holds the next-token logits [B, V] of the last position fed."""
+    schedule). ``logits`` holds the next-token logits [B, V] of the last position fed.
+
+    The session owns what sparse decoding keeps between its steps (``decode_state``: the page centroids of its
+    cache, scratch buffers) and makes it current around each step; a clone starts with a fresh one."""
 
     def __init__(self, model, input_ids: Tensor, attention_mask: Tensor, max_len: int, schedule=None,
                  inner: str = "eager", attention: str = "auto", chunk: int = 4096):
@@ -141,8 +147,9 @@ class DecodeSession:
         b, t = input_ids.shape
         # a sparse step gathers whole pages: a cache not sized in pages would be padded and copied every step
         page = max(_CACHE_ROUND, schedule.page_size) if schedule is not None else 16
-        self.max_len = -(-max_len // page) * page
+        self.max_len = cdiv(max_len, page) * page
         self.model, self.t, self.fed = model, 0, 0
+        self.decode_state = SparseDecodeState()
         self.cache = StaticCache(config=model.config, max_cache_len=self.max_len)
         self.am = torch.zeros(b, self.max_len, dtype=attention_mask.dtype, device=dev)
         self.am[:, :t] = attention_mask
@@ -192,6 +199,7 @@ class DecodeSession:
     def clone(self) -> "DecodeSession":
         other = copy.copy(self)
         other.cache = copy.deepcopy(self.cache)
+        other.decode_state = SparseDecodeState()  # its page centroids are summed from its own cache
         return other
 
     def position(self) -> int:
@@ -202,9 +210,11 @@ class DecodeSession:
     def step(self, tokens: Tensor) -> Tensor:
         if self.position() >= self.max_len:
             raise ValueError(f"DecodeSession: the cache holds {self.max_len} tokens; it is full")
-        out = self.step_fn(input_ids=tokens[:, None], attention_mask=self.am, position_ids=self.next_pos,
-                           past_key_values=self.cache,
-                           cache_position=torch.tensor([self.t + self.fed], device=tokens.device), use_cache=True)
+        with self.decode_state.active():
+            out = self.step_fn(input_ids=tokens[:, None], attention_mask=self.am, position_ids=self.next_pos,
+                               past_key_values=self.cache,
+                               cache_position=torch.tensor([self.t + self.fed], device=tokens.device),
+                               use_cache=True)
         self.fed += 1
         self.next_pos = self.next_pos + 1
         self.logits = out.logits[:, -1]
@@ -236,9 +246,6 @@ def generate(model, input_ids: Tensor, attention_mask: Tensor | None = None, *, 
     if pad_token_id is None:
         pad_token_id = getattr(model.config, "pad_token_id", None)
         pad_token_id = pad_token_id if pad_token_id is not None else (int(eos[0]) if eos.numel() else 0)
-    if schedule is not None:
-        from replaycompile.kernels.sparse_decode import reset_page_state
-        reset_page_state()  # the cache below holds new sequences
     was_training = model.training
     model.eval()
     try:
