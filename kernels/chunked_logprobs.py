@@ -63,8 +63,22 @@ def _softmax_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
-def _chunk_logits(h: Tensor, weight: Tensor, bias: Optional[Tensor], softcap: float) -> Tensor:
-    """One chunk's logits, exactly as the reference computes them (input dtype, then upcast)."""
+def _chunk_buffer(hidden: Tensor, weight: Tensor, chunk_rows: int, softcap: float) -> Optional[Tensor]:
+    """One [chunk_rows, V] buffer that every chunk's logits are computed into, where they stay in it (input dtype
+    already the softmax dtype, no softcap): a fresh buffer per chunk this size comes as new pages from the OS,
+    whose faults cost about as much as the chunk's matmul on CPU. None elsewhere."""
+    if softcap or _softmax_dtype(hidden.dtype) != hidden.dtype or hidden.shape[0] == 0:
+        return None
+    return hidden.new_empty((min(chunk_rows, hidden.shape[0]), weight.shape[0]))
+
+
+def _chunk_logits(h: Tensor, weight: Tensor, bias: Optional[Tensor], softcap: float,
+                  buf: Optional[Tensor] = None) -> Tensor:
+    """One chunk's logits, exactly as the reference computes them (input dtype, then upcast); into ``buf``
+    (``_chunk_buffer``) when given: the same matmul F.linear runs on 2-D inputs, with an out tensor."""
+    if buf is not None:
+        out = buf[: h.shape[0]]
+        return torch.mm(h, weight.t(), out=out) if bias is None else torch.addmm(bias, h, weight.t(), out=out)
     z = F.linear(h, weight, bias)
     if softcap:
         z = torch.tanh(z / softcap) * softcap
@@ -98,8 +112,9 @@ def chunked_logprobs(
     logp = torch.empty(m, dtype=acc_dt, device=hidden.device)
     lse = torch.empty(m, dtype=acc_dt, device=hidden.device)
     entropy = torch.empty(m if with_entropy else 0, dtype=acc_dt, device=hidden.device)
+    buf = _chunk_buffer(hidden, weight, chunk_rows, softcap)
     for s, e in _chunks(m, chunk_rows):
-        z = _chunk_logits(hidden[s:e], weight, bias, softcap)
+        z = _chunk_logits(hidden[s:e], weight, bias, softcap, buf)
         if not with_entropy:
             # in place on the chunk's own buffer: a fresh [chunk, V] temporary per pass costs more than the pass
             # (CPU allocations this size come as new pages from the OS)
@@ -167,9 +182,10 @@ def chunked_logprobs_backward(
     grad_hidden = hidden.new_empty(hidden.shape) if need_hidden else hidden.new_empty((0,))
     gw_acc = torch.zeros(weight.shape, dtype=acc_dt, device=weight.device) if need_weight else None
     gb_acc = torch.zeros((v,), dtype=acc_dt, device=weight.device) if need_bias else None
+    buf = _chunk_buffer(hidden, weight, chunk_rows, softcap)
     for s, e in _chunks(m, chunk_rows):
         h = hidden[s:e]
-        z = _chunk_logits(h, weight, bias, softcap)
+        z = _chunk_logits(h, weight, bias, softcap, buf)
         if not use_entropy and not softcap:
             # the common case in place: p = exp(z - lse), gz = g * (onehot - p)
             g = grad_logp[s:e, None].to(acc_dt) if grad_logp is not None else None
