@@ -18,6 +18,8 @@ replay backend hands inductor; they are counts of tensors of the model's own siz
                                              float mask SDPA saves per layer: L * G * T * T elements
     eager, once per token                    3h (final norm) + 2d (RoPE cos/sin) + 3 (ids, positions, rsqrt)
     replay (inductor's partition)            per layer 4h + 3ff + 6qd + kd + 2hq + hkv + 3, once h
+    replay detach_prefix, a branch token     per layer 4h + 3ff + 4qd + kd + 2hq + hkv + 3, once h, plus its K
+                                             and V (below): the branch attention reads K/V before GQA's repeat
 
 LM head over R projected rows (logits R x V):
 
@@ -29,12 +31,10 @@ LM head over R projected rows (logits R x V):
                               G x C x V gradients (log-softmax's and the gather's) still alive
     replay, lm_head="plain"   2 M V: inductor keeps the M x V logits of the unique predicting rows (M = sum c_i,
                               the unique tokens of the loss's slice) and allocates their gradient beside them
-    replay, lm_head="chunked" (``replaycompile::chunked_logprobs``) (k + min(M - k, k)) V in fp32 for chunks of
-                              k rows (k as passes/rewrite.py picks it: the power of two at or below 64 MiB / (4 V),
-                              at most 4096): one chunk's logits (softmax and gradient computed in place), and the
-                              next chunk's while the last one's weight-gradient matmul still runs (an empirical
-                              count: measured +2% at one full chunk and a ragged one, +9% at three chunks), plus the
-                              V x h weight-gradient accumulator and the M x h saved rows
+    replay, lm_head="chunked" (``replaycompile::chunked_logprobs``) min(k, M) V in fp32 for chunks of k rows (k as
+                              passes/rewrite.py picks it: the power of two at or below 64 MiB / (4 V), at most
+                              4096): one chunk's logits at a time (softmax and gradient computed in place), plus
+                              the V x h weight-gradient accumulator and the M x h saved rows
     replay, lm_head="auto"    (the backend's default) "chunked" where M V 4 bytes reach the backend's
                               LM_HEAD_CHUNKED_BYTES (1 GiB), else "plain"
 
@@ -47,12 +47,12 @@ Peaks per variant:
     eager_rows            grads + n S_tok + 3 (c + 1) V, for the longest row n = P + c (earlier rows' gradients
                           are already there; its activations are freed before the next row)
     replay exact          grads + N_u S_tok + head, N_u = P + sum c_i unique tokens
-    replay detach_prefix  (shared tokens run without autograd, passes/rewrite.py): the shared tokens
-                          keep only their K and V per layer, 2 kd L elements each; the branches (sum c_i tokens)
-                          keep the full replay set; both streams run in one graph, layer by layer, so peak =
-                          K/V + branch activations + max(one layer's live tensors of the shared tokens, (2h + 3ff)
-                          each, in the forward; grads + head in the backward). Measured on the budget model:
-                          +18% at 8K, -3% at 16K, -16% at 32K (where the forward's term binds)
+    replay detach_prefix  (shared tokens run without autograd, passes/rewrite.py): the branch attention saves
+                          every token's K and V per layer (the shared ones, then the branches'), 2 kd L elements
+                          each; the branches (sum c_i tokens) keep their per-token set (above); both streams run
+                          in one graph, layer by layer, so peak = K/V + branch activations + max(one layer's live
+                          tensors of the shared tokens, (2h + 3ff) each, in the forward; grads + head in the
+                          backward)
 
 The one empirical element is the saved set itself (which tensors PyTorch's autograd and inductor's min-cut
 partitioner keep); it was read off a different configuration than the ones it is checked on
@@ -123,6 +123,8 @@ def _per_token(m: _Dims, kind: str) -> float:
         return m.L * (6 * m.h + 4 * m.ff + 6 * m.qd + 2 * m.kd + 2 * m.hq + m.hk + 2) + 3 * m.h + 2 * m.d + 3
     if kind == "replay":
         return m.L * (4 * m.h + 3 * m.ff + 6 * m.qd + m.kd + 2 * m.hq + m.hk + 3) + m.h
+    if kind == "branch":
+        return m.L * (4 * m.h + 3 * m.ff + 4 * m.qd + m.kd + 2 * m.hq + m.hk + 3) + m.h
     raise ValueError(kind)
 
 
@@ -176,23 +178,21 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
             out["head"] = 2 * M * m.V * b
         elif lm_head == "chunked":
             k = min(lm_head_chunk_rows(m.V), M)
-            # one chunk's buffer (logits, then softmax and gradient in place), the next chunk's while the last
-            # one's weight-gradient matmul still holds it (measured: +2% at one chunk and a ragged one, +9% at
-            # three), the V x h weight-gradient accumulator and the M x h saved rows
-            overlap = min(M - k, k)
-            out["head"] = (k + overlap) * m.V * max(b, 4) + m.V * m.h * max(b, 4) + M * m.h * b
+            # one chunk's buffer (logits, then softmax and gradient in place), the V x h weight-gradient
+            # accumulator and the M x h saved rows
+            out["head"] = k * m.V * max(b, 4) + m.V * m.h * max(b, 4) + M * m.h * b
         else:
             raise ValueError(f"lm_head must be 'auto', 'chunked' or 'plain', got {lm_head!r}")
         if mode == "exact":
             out["activations"] = (P + sum(comps)) * _per_token(m, "replay") * b
             out["peak"] = grads + out["activations"] + out["head"]
         elif mode == "detach_prefix":
-            out["shared_kv"] = P * 2 * m.kd * m.L * b
+            out["kv"] = (P + M) * 2 * m.kd * m.L * b
             out["shared_transient"] = P * (2 * m.h + 3 * m.ff) * b
-            out["activations"] = sum(comps) * _per_token(m, "replay") * b
+            out["activations"] = M * _per_token(m, "branch") * b
             # one graph runs both streams layer by layer: a shared layer's live tensors meet the branch
             # activations saved so far (all layers' at the last one), the gradients and head come in backward
-            out["peak"] = out["shared_kv"] + out["activations"] + max(out["shared_transient"], grads + out["head"])
+            out["peak"] = out["kv"] + out["activations"] + max(out["shared_transient"], grads + out["head"])
         else:
             raise ValueError(f"unknown mode {mode!r}")
     return out
