@@ -297,7 +297,7 @@ def test_no_n_by_n_tensor():
     assert largest.numel <= max(largest_segment, q.numel()) < n * n // 8, (largest.numel, n * n)
 
 
-def _suffix_case(dv=8):
+def _suffix_case(dv=8, dtype=torch.float32):
     """detach_prefix's branch attention: the queries of a plan's branch tokens over cat(shared keys, own keys),
     from plan.split_shared of a two-level tree; the truth is the dense reference of the whole tree."""
     from replaycompile.plan import build_plan, split_shared
@@ -317,17 +317,19 @@ def _suffix_case(dv=8):
     idx = torch.arange(n)
     vis = (idx[None, :] <= idx[:, None]) & (idx[:, None] < plan.subtree_end[None, :])
     vis = vis[old_of][:, old_of]
-    q, k, v = make_qkv(n, 4, 2, 8, dv, torch.float32, 2)
+    q, k, v = make_qkv(n, 4, 2, 8, dv, dtype, 2)
     return split, q, k, v, vis
 
 
-@pytest.mark.parametrize("dv", [8, 6])  # 6: the math path (the CPU flash kernel needs equal head dims)
-def test_fewer_queries_than_keys_is_the_suffix_of_the_tree(dv):
+@pytest.mark.parametrize("dv,dtype", [(8, torch.float32), (8, torch.bfloat16), (6, torch.float32)])
+def test_fewer_queries_than_keys_is_the_suffix_of_the_tree(dv, dtype):
     """Queries fewer than keys (the last Nq of them): out, lse and the gradients equal the dense reference's
-    rows for those queries."""
+    rows for those queries. dv 8: the flash path, which splits the keys into the ancestors (one call per run of
+    segments with equal ancestors; here one run of one range and one of two) and each segment's own causal
+    run, merged by log-sum-exp; dv 6: the math path (the CPU flash kernel needs equal head dims)."""
     from replaycompile.kernels.block_sparse_reference import masked_attention_reference
 
-    split, q, k, v, vis = _suffix_case(dv)
+    split, q, k, v, vis = _suffix_case(dv, dtype)
     n_s = split.num_shared
     assert 0 < n_s < q.shape[2]
     qr = q[:, :, n_s:].detach().clone().requires_grad_()
@@ -336,14 +338,14 @@ def test_fewer_queries_than_keys_is_the_suffix_of_the_tree(dv):
                               split.kv_ranges_r, 0.3, *TORCH_PATH)
     q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
     ref, ref_lse = masked_attention_reference(q64, k64, v64, vis[None], 0.3)
-    _close("out", torch.float32, out, ref[:, :, n_s:])
-    _close("lse", torch.float32, lse, ref_lse[:, :, n_s:])
-    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(4))
+    _close("out", dtype, out, ref[:, :, n_s:])
+    _close("lse", dtype, lse, ref_lse[:, :, n_s:])
+    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(4)).to(dtype)
     got = torch.autograd.grad(out, (qr, kk, vv), go)
     want = torch.autograd.grad(ref[:, :, n_s:], (q64, k64, v64), go.double())
-    _close("dq", torch.float32, got[0], want[0][:, :, n_s:])
-    _close("dk", torch.float32, got[1], want[1])
-    _close("dv", torch.float32, got[2], want[2])
+    _close("dq", dtype, got[0], want[0][:, :, n_s:])
+    _close("dk", dtype, got[1], want[1])
+    _close("dv", dtype, got[2], want[2])
     torch.library.opcheck(torch.ops.replaycompile.tree_attention.default,
                           (qr, kk, vv, torch.empty(0, dtype=torch.long), split.seg_q_r, split.seg_kv_ptr_r,
                            split.kv_ranges_r, 0.3, *TORCH_PATH))
