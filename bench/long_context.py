@@ -338,6 +338,7 @@ def flops(cfg, variant: str, prompt_len: int, comps: list[int], head_rows: int |
     replay:            the unique tokens N_u = P + sum c_i, P^2/2 + sum (P*c_i + c_i^2/2) pairs, head on the unique
                        rows of the loss's slice
     replay_detach:     the same forward; the backward (2x) only for the branches' tokens and query pairs
+    prefix_grouper:    replay's tokens and pairs, head on G*C rows (every completion position, padded ones too)
     """
     h, L, V = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
     hq, hk, d, ff = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.intermediate_size
@@ -358,6 +359,10 @@ def flops(cfg, variant: str, prompt_len: int, comps: list[int], head_rows: int |
     fwd = nu * f_tok + (shared_pairs + branch_pairs) * f_pair + rows * 2 * h * V
     if variant == "replay":
         return 3 * fwd
+    if variant == "prefix_grouper":
+        return 3 * (fwd + (G * max(comps) - rows) * 2 * h * V)
+    if variant != "replay_detach":
+        raise ValueError(f"no FLOP count for variant {variant!r}")
     return fwd + 2 * (sum(comps) * f_tok + branch_pairs * f_pair + rows * 2 * h * V)
 
 
@@ -628,13 +633,15 @@ def plots(results, outdir):
                 ts.append(d["step_s"])
             mem = d.get("memory") or {}
             if mem.get("ok"):
-                ms.append((mem["actual_prompt_len"], mem["peak_bytes"] / 2**30, mem["predicted_bytes"] / 2**30))
+                pred = mem.get("predicted_bytes")
+                ms.append((mem["actual_prompt_len"], mem["peak_bytes"] / 2**30, pred / 2**30 if pred else None))
         if xs:
             axes[0].plot(xs, ts, "o-", label=v)
         if ms:
             line, = axes[1].plot([m[0] for m in ms], [m[1] for m in ms], "o-", label=f"{v} (measured)")
-            axes[1].plot([m[0] for m in ms], [m[2] for m in ms], "--", color=line.get_color(), alpha=0.6,
-                         label=f"{v} (memory model)")
+            if all(m[2] is not None for m in ms):
+                axes[1].plot([m[0] for m in ms], [m[2] for m in ms], "--", color=line.get_color(), alpha=0.6,
+                             label=f"{v} (memory model)")
     cfg = results["config"]
     for ax, title, yl in ((axes[0], "step time (median)", "seconds"),
                           (axes[1], "peak heap during the step", "GiB")):
