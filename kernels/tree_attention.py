@@ -232,15 +232,24 @@ def _scatter_add(acc: Tensor, part: Tensor, anc: list, qs: int, qe: int) -> None
         off += b - a
 
 
-# ---------------------------------------------------------------- fewer queries than keys (flash)
+# ---------------------------------------------------------------- the flash path: ancestors and own run apart
 #
-# detach_prefix's branch queries see long ancestor ranges (the shared prompt) and a short causal run of their own.
-# There the key axis is split in two instead of masked: the ancestors (fully visible: no mask) in one flash call
+# A segment's queries see long ancestor ranges (the shared prompt) and a short causal run of their own (the
+# branch; detach_prefix's branch queries, or any segment of the packed tree). The key axis is split in two
+# instead of masked: the ancestors (fully visible: no mask) in one flash call
 # per group of consecutive segments with the same ancestors (G branches of one prompt: one call for all their
 # queries), the own run (square causal) per segment, merged by their log-sum-exps. No [queries, keys] additive
 # mask is built (at a 16K-token prompt that was 25 MB per branch and layer, each way), the ancestors' K/V are
 # a view where they are one range, and the backward of each part, given the merged out and lse, is exactly that
 # part's share of the gradients (the kernel's P = exp(S - lse) and delta = rowsum(dO * O) use what it is given).
+
+
+def _low_precision(q: Tensor) -> bool:
+    """Half and bfloat16 keep one masked call per segment when queries and keys are the same tokens (exact
+    mode): the split's two parts are each rounded to the dtype before their merge, which took the bf16 step of
+    tests/test_backend.py past its bound against eager (1.06x of it); computing the parts in float32 took it
+    further (1.27x), since the flash kernel, as the SDPA it replaces, rounds its probabilities to the dtype."""
+    return q.dtype in (torch.float16, torch.bfloat16)
 
 
 def _ancestor_groups(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor, off: int):
@@ -267,7 +276,7 @@ def _ranges(x: Tensor, ranges: list) -> Tensor:
     return torch.cat([x[:, :, a:b] for a, b in ranges], dim=2)
 
 
-def _suffix_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse):
+def _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse):
     for g0, _, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off):
         if anc:
             g1 = segs[-1][1]
@@ -285,7 +294,7 @@ def _suffix_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse)
             lse[:, :, qs:qe] = l_s
 
 
-def _suffix_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc):
+def _split_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc):
     for g0, _, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off):
         if anc:
             g1 = segs[-1][1]
@@ -347,8 +356,8 @@ def tree_attention(
         _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse)
         return out, lse
     off = k.shape[2] - n
-    if off:
-        _suffix_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse)
+    if off or not _low_precision(q):
+        _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse)
         return out, lse
     for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
         q_s = q[:, :, qs:qe]
@@ -420,8 +429,8 @@ def tree_attention_backward(
     # the kernel wants its logsumexp in the accumulation dtype (float64 for float64)
     lse_k = lse.to(torch.promote_types(q.dtype, torch.float32))
     off = k.shape[2] - q.shape[2]
-    if off:
-        _suffix_backward(grad_out, q, k, v, out, lse_k, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc)
+    if off or not _low_precision(q):
+        _split_backward(grad_out, q, k, v, out, lse_k, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc)
         return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
     for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
         q_s = q[:, :, qs:qe]

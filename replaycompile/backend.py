@@ -79,7 +79,7 @@ def parse_options(options: dict | None) -> ReplayOptions:
         raise ValueError(f"replay backend: option min_shared_tokens={mst!r} must be a non-negative int")
     sched = options.get("schedule")
     if sched is not None:
-        from replaycompile.sparrow import SparrowSchedule
+        from replaycompile.schedule import SparrowSchedule
         if isinstance(sched, (str, os.PathLike)):
             options["schedule"] = SparrowSchedule.load(sched)
         elif not isinstance(sched, SparrowSchedule):
