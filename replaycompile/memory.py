@@ -179,8 +179,10 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
         elif lm_head == "chunked":
             k = min(lm_head_chunk_rows(m.V), M)
             # one chunk's buffer (logits, then softmax and gradient in place), the V x h weight-gradient
-            # accumulator and the M x h saved rows
+            # accumulator and the M x h saved rows; the accumulator becomes the LM head's gradient (in float32
+            # it is that tensor), so the gradients below leave that one out
             out["head"] = k * m.V * max(b, 4) + m.V * m.h * max(b, 4) + M * m.h * b
+            grads -= m.V * m.h * b
         else:
             raise ValueError(f"lm_head must be 'auto', 'chunked' or 'plain', got {lm_head!r}")
         if mode == "exact":
