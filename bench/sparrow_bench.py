@@ -35,7 +35,6 @@ import time
 
 import torch
 
-from replaycompile.kernels.sparse_decode import reset_page_state
 from replaycompile.retrieval import recall_sequences, retrieval_model
 from replaycompile.rollout import DecodeSession
 from replaycompile.sparrow import SparrowSchedule, acceptance_summary, calibrate, calibration_windows, measure_windows
@@ -76,9 +75,8 @@ def throughput(model, ctx: int, batches, variants: dict, steps: int, reps: int) 
         times = {name: [] for name in variants}
         for r in range(reps + 1):  # round 0 warms up (compiles) every variant
             for name, s in sessions.items():
-                reset_page_state()  # sessions share compiled steps; their page memos would thrash otherwise
                 tok = s.logits.argmax(-1)
-                s.step(tok)  # rebuild the page centroids for this session (not timed)
+                s.step(tok)  # not timed: each session keeps its own page state (kernels/sparse_decode.SparseDecodeState)
                 t = time.perf_counter()
                 for _ in range(steps):
                     tok = s.step(tok).argmax(-1)
