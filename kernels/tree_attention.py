@@ -138,9 +138,7 @@ def _segments(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor, off: int = 0
 
 def _gather(x: Tensor, anc: list, qs: int, qe: int) -> Tensor:
     """Keys/values a segment sees: its ancestor ranges then its own range, along dim 2."""
-    if not anc:
-        return x[:, :, qs:qe]
-    return torch.cat([x[:, :, a:b] for a, b in anc] + [x[:, :, qs:qe]], dim=2)
+    return _ranges(x, [*anc, (qs, qe)])
 
 
 def _segment_bias(n_anc: int, n_own: int, dtype: torch.dtype, device) -> Tensor:
