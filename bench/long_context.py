@@ -698,7 +698,8 @@ def main(argv=None):
     ap.add_argument("--no-budget", dest="budget", action="store_false", help="skip the budget search")
     ap.add_argument("--budget-gb", type=float, default=None, help="memory budget of the search (default 1 GiB)")
     ap.add_argument("--budget-model", default=None, choices=sorted(MODELS))
-    ap.add_argument("--budget-variants", nargs="+", default=list(BUDGET_VARIANTS), choices=VARIANTS)
+    ap.add_argument("--budget-variants", nargs="+", default=list(BUDGET_VARIANTS), choices=memory.VARIANTS,
+                    help="variants the memory model covers (its prediction is printed beside every probe)")
     ap.add_argument("--budget-start", type=int, default=None)
     ap.add_argument("--budget-max", type=int, default=None)
     ap.add_argument("--budget-resolution", type=int, default=None)
