@@ -18,10 +18,12 @@ from __future__ import annotations
 from .acceptance import AcceptanceMonitor, acceptance, acceptance_summary, acceptance_topk
 from .calibration import (Calibration, calibrate, calibration_windows, choose_pages, measure_acceptance,
                           measure_windows)
+from .controller import ScheduleController, ScheduleDecision
 from .losses import tis_policy_loss
 from .schedule import MAX_BUCKETS, SparrowSchedule  # noqa: F401 - MAX_BUCKETS was importable from here
 
 __all__ = ["SparrowSchedule", "acceptance", "acceptance_topk", "acceptance_summary", "tis_policy_loss",
            "measure_windows", "measure_acceptance", "calibrate", "choose_pages", "calibration_windows",
            "Calibration",
-           "AcceptanceMonitor"]
+           "AcceptanceMonitor",
+           "ScheduleController", "ScheduleDecision"]
