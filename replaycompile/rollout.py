@@ -91,6 +91,18 @@ def _warn_dense_fallback() -> None:
             "too many recompiles; TORCH_LOGS=recompiles says why): these tokens were decoded densely")
 
 
+def _cache_kwarg(model) -> str:
+    """The forward argument that takes the KV cache: ``cache`` since transformers renamed it (5.2x; passing
+    ``past_key_values`` there warns that it goes in 5.40), ``past_key_values`` before."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # a forward without a readable signature: the older name is the safe one
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
 def _eos_ids(model, eos_token_id) -> list[int]:
     if eos_token_id is None:
         gc = getattr(model, "generation_config", None)
@@ -149,6 +161,7 @@ class DecodeSession:
         page = max(_CACHE_ROUND, schedule.page_size) if schedule is not None else 16
         self.max_len = cdiv(max_len, page) * page
         self.model, self.t, self.fed = model, 0, 0
+        self.cache_kwarg = _cache_kwarg(model)
         self.decode_state = SparseDecodeState()
         self.cache = StaticCache(config=model.config, max_cache_len=self.max_len)
         self.am = torch.zeros(b, self.max_len, dtype=attention_mask.dtype, device=dev)
@@ -166,9 +179,9 @@ class DecodeSession:
         for c0 in range(0, ids.shape[1], chunk):
             c1 = min(c0 + chunk, ids.shape[1])
             out = self.model(input_ids=ids[:, c0:c1], attention_mask=self.am[:, :start + c1],
-                             position_ids=pos[:, c0:c1], past_key_values=self.cache,
-                             cache_position=torch.arange(start + c0, start + c1, device=ids.device), use_cache=True,
-                             logits_to_keep=1)
+                             position_ids=pos[:, c0:c1], cache_position=torch.arange(start + c0, start + c1,
+                                                                                       device=ids.device),
+                             use_cache=True, logits_to_keep=1, **{self.cache_kwarg: self.cache})
         self.logits = out.logits[:, -1]
         self.t = start + ids.shape[1]
         self.next_pos = pos[:, -1:] + 1
@@ -212,9 +225,8 @@ class DecodeSession:
             raise ValueError(f"DecodeSession: the cache holds {self.max_len} tokens; it is full")
         with self.decode_state.active():
             out = self.step_fn(input_ids=tokens[:, None], attention_mask=self.am, position_ids=self.next_pos,
-                               past_key_values=self.cache,
                                cache_position=torch.tensor([self.t + self.fed], device=tokens.device),
-                               use_cache=True)
+                               use_cache=True, **{self.cache_kwarg: self.cache})
         self.fed += 1
         self.next_pos = self.next_pos + 1
         self.logits = out.logits[:, -1]

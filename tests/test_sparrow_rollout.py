@@ -258,3 +258,22 @@ def test_a_session_owns_its_page_centroids():
     assert not sd.default_state().pages
     assert all(st.upto == 204 for st in a.decode_state.pages.values())  # 200 prefilled + 4 stepped
     torch.testing.assert_close(a.logits, b.logits)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_rollout_emits_no_deprecation_warning(sparse):
+    """Prefill and decode steps pass the cache under the name the installed transformers' forward takes
+    (``cache`` since the rename; ``past_key_values`` warns that it goes in 5.40), dense and Sparrow-compiled."""
+    import warnings
+
+    model = tiny_model("llama", "sdpa")
+    ids, am = _prompts()
+    sched = SparrowSchedule.fixed(2, bucket_tokens=64) if sparse else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        warnings.simplefilter("error", DeprecationWarning)
+        r = rollout.generate(model, ids, am, max_new_tokens=4, temperature=0, pad_token_id=0, schedule=sched)
+    assert r.completions.shape == (3, 4)
+    import inspect
+    expected = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    assert rollout._cache_kwarg(model) == expected
