@@ -73,6 +73,12 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, subtree_end: Tensor, seg_q: T
     torch._check(q.dtype == k.dtype == v.dtype, lambda: "q, k, v dtypes differ")
 
 
+def _check_window(k: Tensor, positions: Tensor | None, window: int, softcap: float) -> None:
+    torch._check(window >= 0 and softcap >= 0, lambda: "window and softcap must be >= 0 (0: none)")
+    torch._check(window == 0 or (positions is not None and positions.dim() == 1 and positions.shape[0] == k.shape[2]),
+                 lambda: "a window needs positions [number of keys], each key token's column in its row")
+
+
 def _use_flash(q: Tensor, v: Tensor) -> bool:
     # The CPU flash kernel needs equal q/k/v head sizes.
     return q.device.type == "cpu" and q.dtype in _FLASH_CPU_DTYPES and q.shape[3] == v.shape[3]
@@ -310,6 +316,124 @@ def _split_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, s
             dv_acc[:, :, own] += dv_s
 
 
+# ---------------------------------------------------------------- sliding window and softcapping
+#
+# A window W hides key k from query q when positions[q] - positions[k] >= W, positions being each token's column
+# in its original row (a shared token has the same column in every row that holds it). Queries run in chunks of
+# a segment; each chunk gathers only the keys its first query can still see (every range is a chain, its
+# positions increasing, so the visible part of a range is its tail), and one mask per chunk applies the window
+# and the own run's causality. Softcapping (Gemma 2: scores c * tanh(s / c)) is not in the flash kernel: it runs
+# the math form here.
+
+
+def _window_chunks(seg_q, seg_kv_ptr, kv_ranges, off, pos: list, window: int):
+    """Yield (c0, c1, key_ranges) per query chunk [c0, c1): the key ranges (key coordinates) its queries can see,
+    ancestors trimmed to the window of query c0 and the own run up to c1."""
+    import bisect
+
+    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
+        for c0 in range(qs, qe, _MATH_CHUNK):
+            c1 = min(c0 + _MATH_CHUNK, qe)
+            ranges = [*anc, (qs + off, c1 + off)]
+            if window > 0:
+                lo = pos[c0 + off] - window + 1
+                ranges = [(bisect.bisect_left(pos, lo, a, b), b) for a, b in ranges]
+                ranges = [(a, b) for a, b in ranges if a < b]
+            yield c0, c1, ranges
+
+
+def _window_visible(kpos: Tensor, qpos: Tensor, window: int) -> Tensor:
+    """[Lq, Lk] bool: the gathered key is not after the query (ancestors always precede) and within the window."""
+    d = qpos[:, None] - kpos[None, :]
+    vis = d >= 0
+    return vis & (d < window) if window > 0 else vis
+
+
+def _positions_list(positions: Tensor | None, n_keys: int) -> Tensor:
+    # without a window, packed order decides visibility: an ancestor precedes its descendants in DFS preorder
+    return torch.arange(n_keys) if positions is None or positions.numel() == 0 else positions.cpu()
+
+
+def _chunk_scores(qb: Tensor, ks: Tensor, vis: Tensor, scale: float, softcap: float):
+    """(scores [Hkv, g, Lb, Lk] masked to -inf, tanh of the capped scores or None); qb [Hkv, g, Lb, D],
+    ks [Hkv, Lk, D]."""
+    s = torch.matmul(qb, ks[:, None].transpose(-1, -2)) * scale
+    t = None
+    if softcap > 0:
+        t = torch.tanh(s / softcap)
+        s = softcap * t
+    return s.masked_fill(~vis, float("-inf")), t
+
+
+def _windowed_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, positions, window, softcap, out, lse):
+    hq, hkv, dv = q.shape[1], k.shape[1], v.shape[3]
+    g = hq // hkv
+    off = k.shape[2] - q.shape[2]
+    pos_t = _positions_list(positions, k.shape[2])
+    pos = pos_t.tolist()
+    flash = _use_flash(q, v) and softcap <= 0
+    cdt = torch.promote_types(q.dtype, torch.float32)
+    for c0, c1, ranges in _window_chunks(seg_q, seg_kv_ptr, kv_ranges, off, pos, window):
+        kpos = torch.cat([pos_t[a:b] for a, b in ranges])
+        vis = _window_visible(kpos, pos_t[c0 + off:c1 + off], window).to(q.device)
+        ks, vs = _ranges(k, ranges), _ranges(v, ranges)
+        if flash:
+            bias = torch.zeros(vis.shape, dtype=q.dtype, device=q.device).masked_fill_(~vis, float("-inf"))
+            o, m = _FLASH_CPU(q[:, :, c0:c1], ks, vs, 0.0, False, attn_mask=bias, scale=scale)
+            out[:, :, c0:c1] = o
+            lse[:, :, c0:c1] = m
+            continue
+        lb = c1 - c0
+        qb = q[0, :, c0:c1].to(cdt).reshape(hkv, g, lb, -1)
+        s, _ = _chunk_scores(qb, ks[0].to(cdt), vis, scale, softcap)
+        m = torch.logsumexp(s, dim=-1)
+        p = torch.exp(s - m[..., None])
+        o = torch.matmul(p, vs[0].to(cdt)[:, None])
+        out[0, :, c0:c1] = o.reshape(hq, lb, dv).to(out.dtype)
+        lse[0, :, c0:c1] = m.reshape(hq, lb).to(lse.dtype)
+
+
+def _windowed_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, positions, window,
+                       softcap, dq, dk_acc, dv_acc):
+    hq, hkv, d = q.shape[1], k.shape[1], q.shape[3]
+    g = hq // hkv
+    off = k.shape[2] - q.shape[2]
+    pos_t = _positions_list(positions, k.shape[2])
+    pos = pos_t.tolist()
+    flash = _use_flash(q, v) and softcap <= 0
+    cdt = dk_acc.dtype
+    lse_k = lse.to(torch.promote_types(q.dtype, torch.float32))
+    for c0, c1, ranges in _window_chunks(seg_q, seg_kv_ptr, kv_ranges, off, pos, window):
+        kpos = torch.cat([pos_t[a:b] for a, b in ranges])
+        vis = _window_visible(kpos, pos_t[c0 + off:c1 + off], window).to(q.device)
+        ks, vs = _ranges(k, ranges), _ranges(v, ranges)
+        if flash:
+            bias = torch.zeros(vis.shape, dtype=q.dtype, device=q.device).masked_fill_(~vis, float("-inf"))
+            dq_c, dk_c, dv_c = _FLASH_CPU_BWD(grad_out[:, :, c0:c1], q[:, :, c0:c1], ks, vs, out[:, :, c0:c1],
+                                              lse_k[:, :, c0:c1], 0.0, False, attn_mask=bias, scale=scale)
+            dq[:, :, c0:c1] = dq_c
+        else:
+            lb = c1 - c0
+            ksf, vsf = ks[0].to(cdt), vs[0].to(cdt)
+            qb = q[0, :, c0:c1].to(cdt).reshape(hkv, g, lb, d)
+            gb = grad_out[0, :, c0:c1].to(cdt).reshape(hkv, g, lb, -1)
+            ob = out[0, :, c0:c1].to(cdt).reshape(hkv, g, lb, -1)
+            mb = lse[0, :, c0:c1].to(cdt).reshape(hkv, g, lb)
+            s, t = _chunk_scores(qb, ksf, vis, scale, softcap)
+            p = torch.exp(s - mb[..., None])  # masked entries: exp(-inf) = 0
+            dp = torch.matmul(gb, vsf[:, None].transpose(-1, -2))
+            ds = p * (dp - (gb * ob).sum(-1, keepdim=True))
+            if t is not None:
+                ds = ds * (1 - t * t)  # d(c tanh(s / c)) / ds
+            ds = ds * scale
+            dq[0, :, c0:c1] = torch.matmul(ds, ksf[:, None]).reshape(hq, lb, d).to(dq.dtype)
+            # summed over the g query heads sharing a kv head
+            dk_c = torch.einsum("hgqk,hgqd->hkd", ds, qb)[None]
+            dv_c = torch.einsum("hgqk,hgqd->hkd", p, gb)[None]
+        _scatter_add(dk_acc, dk_c, ranges[:-1], *ranges[-1])
+        _scatter_add(dv_acc, dv_c, ranges[:-1], *ranges[-1])
+
+
 # ---------------------------------------------------------------- forward op
 
 
@@ -326,6 +450,9 @@ def tree_attention(
     layout: list[Tensor],
     block_q: int,
     block_k: int,
+    positions: Tensor | None = None,
+    window: int = 0,
+    softcap: float = 0.0,
 ) -> tuple[Tensor, Tensor]:
     """Tree attention over a DFS-packed prefix tree.
 
@@ -339,8 +466,19 @@ def tree_attention(
     keys' tokens. ``seg_q`` is in query coordinates, ``kv_ranges`` in key coordinates (a segment's own range is
     its query range + Nk - Nq), ``subtree_end`` may be empty, and the PyTorch path runs. detach_prefix uses it
     for the branch tokens, whose keys are the shared tokens' (computed without autograd) followed by their own.
+
+    ``window`` W > 0: key k is visible to query q only if ``positions[k] >= positions[q] - W + 1``, with
+    ``positions`` [Nk] each key token's column in its row (queries: the last Nq). ``softcap`` c > 0: scores are
+    ``c * tanh(s / c)``. Either runs the PyTorch path (CPU flash with a per-chunk mask; math for softcapping).
     """
     _check_inputs(q, k, v, subtree_end, seg_q)
+    _check_window(k, positions, window, softcap)
+    if window > 0 or softcap > 0:
+        _ran("forward", "torch")
+        out = q.new_empty((1, q.shape[1], q.shape[2], v.shape[3]))
+        lse = torch.empty((1, q.shape[1], q.shape[2]), dtype=torch.float32, device=q.device)
+        _windowed_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, positions, window, softcap, out, lse)
+        return out, lse
     if _use_triton(q, k, v, layout):
         lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
         res = _triton.forward(q, k, v, lay, scale, tree_end=subtree_end)
@@ -375,8 +513,10 @@ def tree_attention(
 
 
 @tree_attention.register_fake
-def _tree_attention_fake(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k):
+def _tree_attention_fake(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k,
+                         positions=None, window=0, softcap=0.0):
     _check_inputs(q, k, v, subtree_end, seg_q)
+    _check_window(k, positions, window, softcap)
     hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
     out = q.new_empty((1, hq, n, dv))
     lse = q.new_empty((1, hq, n), dtype=torch.float32)
@@ -402,6 +542,9 @@ def tree_attention_backward(
     layout: list[Tensor],
     block_q: int,
     block_k: int,
+    positions: Tensor | None = None,
+    window: int = 0,
+    softcap: float = 0.0,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Gradients (dq, dk, dv) of ``tree_attention``'s out w.r.t. q, k, v.
 
@@ -411,6 +554,15 @@ def tree_attention_backward(
     """
     # autograd can hand us expanded (stride-0) grads; the kernel wants real strides
     grad_out = grad_out.contiguous()
+    if window > 0 or softcap > 0:
+        _ran("backward", "torch")
+        acc_dt = torch.promote_types(k.dtype, torch.float32)
+        dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        dk_acc = torch.zeros(k.shape, dtype=acc_dt, device=k.device)
+        dv_acc = torch.zeros(v.shape, dtype=acc_dt, device=v.device)
+        _windowed_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, positions, window,
+                           softcap, dq, dk_acc, dv_acc)
+        return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
     if _use_triton(q, k, v, layout):
         lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
         grads = _triton.backward(grad_out, q, k, v, out, lse, lay, scale, tree_end=subtree_end)
@@ -449,7 +601,7 @@ def tree_attention_backward(
 
 @tree_attention_backward.register_fake
 def _tree_attention_backward_fake(grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale,
-                                  layout, block_q, block_k):
+                                  layout, block_q, block_k, positions=None, window=0, softcap=0.0):
     # real impl returns fresh contiguous tensors whatever the input strides
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
@@ -458,24 +610,28 @@ def _tree_attention_backward_fake(grad_out, q, k, v, out, lse, subtree_end, seg_
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k = inputs
+    q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k, positions, window, \
+        softcap = inputs
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, *layout)
-    ctx.meta = (scale, block_q, block_k)
+    ctx.save_for_backward(q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, positions, *layout)
+    ctx.meta = (scale, block_q, block_k, window, softcap)
     # lse is exported for diagnostics; we do not differentiate through it.
     ctx.mark_non_differentiable(lse)
 
 
 def _backward(ctx, grad_out, grad_lse):
     # grad_lse is ignored: lse is non-differentiable (see _setup_context).
-    q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, *layout = ctx.saved_tensors
-    scale, block_q, block_k = ctx.meta
+    q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, positions, *layout = ctx.saved_tensors
+    scale, block_q, block_k, window, softcap = ctx.meta
     dq = dk = dv = None
     if grad_out is not None and any(ctx.needs_input_grad[:3]):
         dq, dk, dv = tree_attention_backward(
-            grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k
+            grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k,
+            positions, window, softcap
         )
-    return dq, dk, dv, None, None, None, None, None, [None] * len(layout), None, None
+    grads = (dq, dk, dv, None, None, None, None, None, [None] * len(layout), None, None, None, None, None)
+    # the dispatcher drops trailing arguments equal to their defaults (window=0, ...): one grad per argument given
+    return grads[:len(ctx.needs_input_grad)]
 
 
 tree_attention.register_autograd(_backward, setup_context=_setup_context)

@@ -2,8 +2,13 @@
 
 A packed batch holds N unique tokens in DFS preorder of the rows' prefix tree.
 Key k is visible to query q iff ``k <= q < subtree_end[k]``, i.e. k is q itself
-or an ancestor of q. This module builds that dense [N, N] mask and does plain
-softmax attention, so it is O(N^2) and only meant for tests and debugging.
+or an ancestor of q. With a sliding window W (``positions`` [N]: each token's
+column in its original row) key k is visible only if also
+``positions[q] - positions[k] < W``: the window is a distance in the row, not in
+the packed order. With ``softcap`` c the scores are ``c * tanh(s / c)`` before
+the mask (Gemma 2's attention logit softcapping). This module builds the dense
+[N, N] mask and does plain softmax attention, so it is O(N^2) and only meant
+for tests and debugging.
 """
 
 from __future__ import annotations
@@ -14,17 +19,22 @@ from torch import Tensor
 from .block_sparse_reference import masked_attention_reference
 
 
-def tree_visibility_mask(subtree_end: Tensor) -> Tensor:
+def tree_visibility_mask(subtree_end: Tensor, positions: Tensor | None = None, window: int = 0) -> Tensor:
     """Dense bool mask [N, N]; mask[q, k] is True iff key k is visible to query q."""
     n = subtree_end.shape[0]
     pos = torch.arange(n, device=subtree_end.device)
     qi = pos[:, None]
     ki = pos[None, :]
-    return (ki <= qi) & (qi < subtree_end.to(pos.device)[None, :])
+    mask = (ki <= qi) & (qi < subtree_end.to(pos.device)[None, :])
+    if window > 0:
+        p = positions.to(pos.device)
+        mask &= (p[:, None] - p[None, :]) < window
+    return mask
 
 
 def tree_attention_reference(
-    q: Tensor, k: Tensor, v: Tensor, subtree_end: Tensor, scale: float
+    q: Tensor, k: Tensor, v: Tensor, subtree_end: Tensor, scale: float,
+    positions: Tensor | None = None, window: int = 0, softcap: float = 0.0,
 ) -> tuple[Tensor, Tensor]:
     """Tree attention by plain math.
 
@@ -32,9 +42,20 @@ def tree_attention_reference(
     head h reads kv head h // g. Computes in float32 (float64 if the inputs are
     float64, so tests can get a tighter ground truth). Returns
     (out [1, Hq, N, Dv] in q.dtype, lse [1, Hq, N] float32), where lse is the
-    natural log-sum-exp of the scaled scores over the visible keys.
+    natural log-sum-exp of the (softcapped) scaled scores over the visible keys.
     Differentiable through ordinary autograd.
     """
     assert q.shape[0] == 1 and q.shape[1] % k.shape[1] == 0
-    # every query sees at least itself, so the general masked reference never meets an empty row here
-    return masked_attention_reference(q, k, v, tree_visibility_mask(subtree_end)[None], scale)
+    mask = tree_visibility_mask(subtree_end, positions, window)
+    if softcap <= 0:
+        # every query sees at least itself, so the general masked reference never meets an empty row here
+        return masked_attention_reference(q, k, v, mask[None], scale)
+    g = q.shape[1] // k.shape[1]
+    cdt = torch.promote_types(q.dtype, torch.float32)
+    kf = k.to(cdt).repeat_interleave(g, dim=1)
+    vf = v.to(cdt).repeat_interleave(g, dim=1)
+    scores = softcap * torch.tanh((q.to(cdt) @ kf.transpose(-1, -2)) * scale / softcap)
+    scores = scores.masked_fill(~mask.to(q.device), float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)
+    out = torch.softmax(scores, dim=-1) @ vf
+    return out.to(q.dtype), lse.to(torch.float32)

@@ -1,0 +1,117 @@
+"""Sliding-window attention (and Gemma 2's softcapping) shared exactly.
+
+The op: ``tree_attention`` with a window W hides key k from query q when their columns in the row are W or more
+apart, checked against the dense reference on trees whose windows are smaller than the prefix, than a branch,
+and cross the branch point. End to end: tiny Mistral, Qwen2, Gemma 2 and Gemma 3 with windows smaller than the
+prompt are packed, and the loss and every gradient equal eager's.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replaycompile.kernels.tree_attention import tree_attention
+from replaycompile.kernels.tree_attention_reference import tree_attention_reference
+from trees import build_tree, make_qkv, random_segs
+
+TORCH_PATH = ([], 0, 0)
+
+
+def depths(tree, start: int = 0) -> torch.Tensor:
+    """Each packed token's column in its row: its depth in the tree (plus a left-padding offset)."""
+    return torch.tensor([start + len(tree.path_to(i)) - 1 for i in range(tree.n)], dtype=torch.int64)
+
+
+def check_window(tree, window, softcap=0.0, hq=4, hkv=2, d=8, dv=None, seed=0, start=0):
+    dv = d if dv is None else dv
+    scale = 1.0 / math.sqrt(d)
+    pos = depths(tree, start)
+    q, k, v = make_qkv(tree.n, hq, hkv, d, dv, torch.float32, seed)
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    ref, ref_lse = tree_attention_reference(q64, k64, v64, tree.subtree_end, scale, pos, window, softcap)
+    for x in (q, k, v):
+        x.requires_grad_()
+    out, lse = tree_attention(q, k, v, *tree.meta(), scale, *TORCH_PATH, pos, window, softcap)
+    tol = dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out.double(), ref, **tol)
+    torch.testing.assert_close(lse.double(), ref_lse.double(), **tol)
+    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed + 1))
+    got = torch.autograd.grad(out, (q, k, v), go)
+    want = torch.autograd.grad(ref, (q64, k64, v64), go.double())
+    for name, a, b in zip("qkv", got, want):
+        torch.testing.assert_close(a.double(), b, **tol, msg=lambda m: f"d{name}: {m}")
+    return out
+
+
+# a 12-token prompt, branches of 5, 7 and 3 at its end, and a second level: two branches off the 7-token one
+TWO_LEVEL = [(-1, 0, 12), (0, 11, 5), (0, 11, 7), (2, 3, 4), (2, 3, 2), (0, 11, 3)]
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 6, 12, 14, 40])
+@pytest.mark.parametrize("dv", [8, 6])   # 8: the CPU flash kernel with a mask; 6: the math path
+def test_window_against_reference(window, dv):
+    """W = 1 (only itself), smaller than a branch (2, 3), than the prefix (6), crossing the branch point (12, 14:
+    a branch query sees the prompt's tail only) and longer than every row (40: plain tree attention)."""
+    check_window(build_tree(TWO_LEVEL), window, dv=dv)
+
+
+def test_window_longer_than_rows_is_tree_attention():
+    tree = build_tree(TWO_LEVEL)
+    q, k, v = make_qkv(tree.n, 4, 2, 8, 8, torch.float32, 5)
+    plain, _ = tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH)
+    windowed, _ = tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, depths(tree), 100)
+    torch.testing.assert_close(windowed, plain, rtol=1e-6, atol=1e-6)
+
+
+def test_window_hides_keys_by_row_distance_not_packed_distance():
+    """The first token of the second branch is packed 6 places after the prompt's last token but sits right
+    after it in its row: a window of 2 shows it that token and nothing earlier."""
+    tree = build_tree([(-1, 0, 4), (0, 3, 5), (0, 3, 3)])
+    q, k, v = make_qkv(tree.n, 2, 2, 8, 8, torch.float32, 1)
+    v = torch.zeros_like(v)
+    v[0, :, 3] = 1.0  # only the prompt's last token carries a value
+    out, _ = tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, depths(tree), 2)
+    first_of_second = 4 + 5
+    assert depths(tree)[first_of_second] == 4
+    assert bool((out[0, :, first_of_second] > 0).all())       # sees the prompt's last token
+    assert bool((out[0, :, first_of_second + 1] == 0).all())   # one further: out of the window
+
+
+@pytest.mark.parametrize("window", [0, 3, 13])
+def test_softcap_against_reference(window):
+    check_window(build_tree(TWO_LEVEL), window, softcap=2.0)
+
+
+def test_left_padding_offsets_positions():
+    # a row's columns start after its left padding; only differences matter
+    check_window(build_tree(TWO_LEVEL), 5, start=7)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), window=st.integers(1, 20), softcap=st.sampled_from([0.0, 1.5]))
+def test_random_trees_against_reference(seed, window, softcap):
+    rng = random.Random(seed)
+    tree = build_tree(random_segs(rng, rng.randint(1, 2), rng.randint(1, 4), 9), rng, split_prob=0.3)
+    check_window(tree, window, softcap, hq=2, hkv=1, seed=seed)
+
+
+def test_opcheck_with_window_and_softcap():
+    tree = build_tree(TWO_LEVEL)
+    q, k, v = make_qkv(tree.n, 4, 2, 8, 8, torch.float32, 2)
+    for window, softcap in [(5, 0.0), (5, 3.0)]:
+        args = (q.requires_grad_(), k.requires_grad_(), v.requires_grad_(), *tree.meta(), 0.35, *TORCH_PATH,
+                depths(tree), window, softcap)
+        torch.library.opcheck(torch.ops.replaycompile.tree_attention.default, args)
+
+
+def test_window_without_positions_is_refused():
+    tree = build_tree(TWO_LEVEL)
+    q, k, v = make_qkv(tree.n, 2, 2, 8, 8, torch.float32, 2)
+    with pytest.raises(RuntimeError, match="window needs positions"):
+        tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, None, 4)
