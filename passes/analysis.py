@@ -27,6 +27,30 @@ import torch
 import torch.fx as fx
 
 B, T, BT = "B", "T", "BT"  # roles of a dimension; BT is a flattened batch*sequence dimension
+# Two more roles, for mixture-of-experts routing: "BT*k" is a flattened batch*sequence*k dimension, token-major
+# (k routing slots per token); "S:<node>" is the token (or slot) axis in the data-dependent order of the sort at
+# <node> (HF's experts group the (token, expert) pairs by expert). Both are built by _slots_role / _sorted_role.
+
+
+def _slots_role(k: int) -> str:
+    return BT if k == 1 else f"{BT}*{k}"
+
+
+def _slots(role) -> int | None:
+    """k of a "BT*k" role (1 for BT), None for any other role."""
+    if role == BT:
+        return 1
+    if isinstance(role, str) and role.startswith(BT + "*"):
+        return int(role[len(BT) + 1:])
+    return None
+
+
+def _sorted_role(sort_node: fx.Node) -> str:
+    return f"S:{sort_node.name}"
+
+
+def _is_sorted_role(role) -> bool:
+    return isinstance(role, str) and role.startswith("S:")
 
 _SDPA = {torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention}
 _EMBEDDING = {torch.nn.functional.embedding}
@@ -41,6 +65,7 @@ _ELEMENTWISE_NAMES = {
     "contiguous", "clone", "detach", "type", "eq", "ne", "lt", "le", "gt", "ge", "and_", "or_", "invert",
     "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or", "masked_fill", "floordiv", "mod",
     "sub_", "add_", "mul_", "tanh_", "fill_", "rsub", "_log_api_usage_once", "requires_grad_",
+    "itruediv", "imul", "iadd", "isub",
 }
 _REDUCE_NAMES = {"mean", "sum", "amax", "amin", "logsumexp", "norm", "var", "std", "prod", "max", "min", "argmax",
                  "argmin", "all", "any"}
@@ -126,6 +151,14 @@ class GraphAnalysis:
     paramdep: set = field(default_factory=set)    # values computed from parameters only (weights)
     boundaries: dict = field(default_factory=dict)  # row node fed by packed values -> why it leaves the region
     seeded: dict = field(default_factory=dict)    # continuation: placeholder -> roles of an activation input
+    # mixture-of-experts routing (see _routing_roles): values that are indices into a token axis, by the role of
+    # the axis they index; the sorted keys of a sort, by the sorted role; per-expert token counts and offsets
+    # of a sorted axis (batch-level values, legal only as a grouped matmul's group offsets); the aranges that
+    # build an inverse permutation (``inv[perm] = arange(n)``), by the role of their axis
+    token_index: dict = field(default_factory=dict)
+    sorted_keys: dict = field(default_factory=dict)
+    segments: dict = field(default_factory=dict)
+    inverse_aranges: dict = field(default_factory=dict)
     reason: str | None = None                     # why the graph is declined (None: it can be packed)
     candidate: bool = True                        # False: no attention or no token ids (nothing to share)
 
@@ -259,6 +292,21 @@ def _broadcast_roles(node: fx.Node, inputs: list, roles: dict) -> tuple | None:
     return tuple(res)
 
 
+def _proper_divisor(a, b) -> bool:
+    """a < b and a divides b, for ints or SymInts (2*s0*s1 over s0*s1), without guarding."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a < b
+    import sympy
+
+    ea = a.node.expr if isinstance(a, torch.SymInt) else sympy.Integer(a)
+    eb = b.node.expr if isinstance(b, torch.SymInt) else sympy.Integer(b)
+    try:
+        ratio = sympy.simplify(eb / ea)
+        return ratio != 1 and sympy.fraction(ratio)[1] == 1
+    except Exception:  # noqa: BLE001 - undecidable: not provably a divisor
+        return False
+
+
 def _view_roles(in_shape, in_roles, out_shape) -> tuple | None:
     """Map roles through a view by grouping dims of equal products. None: a role dim is mixed with others."""
     res = [None] * len(out_shape)
@@ -272,7 +320,7 @@ def _view_roles(in_shape, in_roles, out_shape) -> tuple | None:
         if j < no:
             gj.append(j); pj = out_shape[j]; j += 1
         while not same_size(pi, pj):
-            if (isinstance(pi, int) and isinstance(pj, int) and pi < pj) or (j >= no and i < ni):
+            if _proper_divisor(pi, pj) or (j >= no and i < ni):
                 if i >= ni:
                     return None
                 gi.append(i); pi = pi * in_shape[i]; i += 1
@@ -292,9 +340,37 @@ def _view_roles(in_shape, in_roles, out_shape) -> tuple | None:
             res[real_out[0]] = BT
         elif role_in == [BT] and len(real_out) == 2 and len(real_in) == 1:
             res[real_out[0]], res[real_out[1]] = B, T
+        elif (flat := _flatten_slots(in_shape, in_roles, real_in, len(real_out))) is not None:
+            res[real_out[0]] = flat
+        elif (split := _split_slots(in_roles, real_in, out_shape, real_out)) is not None:
+            for k, role in zip(real_out, split):
+                res[k] = role
         else:
             return None
     return tuple(res)
+
+
+def _flatten_slots(in_shape, in_roles, real_in, n_out) -> str | None:
+    """[B, T, k, ...] or [BT, k, ...] (token axes, then per-token dims of static size) viewed as one dimension:
+    each token's k entries stay consecutive, a token-major "BT*k" axis."""
+    roles = [in_roles[k] for k in real_in]
+    lead = 2 if roles[:2] == [B, T] else 1 if roles[:1] and _slots(roles[0]) is not None else 0
+    if n_out != 1 or not lead or any(r is not None for r in roles[lead:]):
+        return None
+    sizes = [in_shape[k] for k in real_in[lead:]]
+    if not all(isinstance(x, int) for x in sizes):
+        return None
+    return _slots_role((_slots(roles[0]) if lead == 1 else 1) * math.prod(sizes))
+
+
+def _split_slots(in_roles, real_in, out_shape, real_out) -> list | None:
+    """A "BT*k" axis viewed as [BT*j, k/j ...]: the leading dim keeps whole tokens' slots, the rest are slots."""
+    if len(real_in) != 1 or len(real_out) < 2 or (k := _slots(in_roles[real_in[0]])) is None:
+        return None
+    rest = [out_shape[j] for j in real_out[1:]]
+    if not all(isinstance(x, int) for x in rest) or k % math.prod(rest):
+        return None
+    return [_slots_role(k // math.prod(rest))] + [None] * len(rest)
 
 
 def _getitem_roles(node: fx.Node, base_roles: tuple, idx) -> tuple | str:
@@ -313,8 +389,13 @@ def _getitem_roles(node: fx.Node, base_roles: tuple, idx) -> tuple | str:
         elif x is None:
             out.append(None)
         elif isinstance(x, slice):
-            if base_roles[d] == B and not (x.start in (None, 0) and x.stop is None and x.step in (None, 1)):
+            whole = x.start in (None, 0) and x.stop is None and x.step in (None, 1)
+            if base_roles[d] == B and not whole:
                 return "a slice of the batch axis"
+            if not whole and (_slots(base_roles[d]) is not None or _is_sorted_role(base_roles[d])):
+                # e.g. capacity routing keeping the first C of the tokens sorted by score: the cut depends on
+                # how many tokens the batch holds
+                return "a slice of a flattened or sorted token axis"
             out.append(base_roles[d]); d += 1
         else:  # integer index removes the dim
             if base_roles[d] is not None:
@@ -546,6 +627,11 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         if n in internal:
             kind[n] = "internal"
             continue
+        if n in a.inverse_aranges:
+            # the arange of an inverse permutation: as long as the packed slots (the rewrite sizes it so)
+            e = next(iter(n.users)).args[0]
+            kind[n], roles[n], space[n] = "packed", (a.inverse_aranges[n],), space.get(e, 0)
+            continue
         ins = n.all_input_nodes
         packed_ins = [x for x in ins if is_packed(x)]
         if n in by_node:
@@ -732,6 +818,9 @@ def _infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
             if same_size(out_shape[0], a.batch):
                 return (B,)
         return (None,) * len(out_shape) if out_shape is not None else None
+    routed = _routing_roles(n, roles, a)
+    if routed is not None:
+        return routed
     if not any(roles.get(x) and any(r is not None for r in roles[x]) for x in ins):
         return (None,) * len(out_shape) if out_shape is not None else ()
     if n.op == "call_function" and n.target in _EMBEDDING:
@@ -832,3 +921,134 @@ def _infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
         tensor_ins = [x for x in list(n.args) + list(n.kwargs.values()) if isinstance(x, fx.Node)]
         return _broadcast_roles(n, tensor_ins, roles)
     return f"an op the analysis does not know ({name}) on the sequence axis"
+
+
+# ------------------------------------------------------------------------------- mixture-of-experts routing
+
+_GROUPED_MM = {"grouped_mm_fallback", "_grouped_mm", "grouped_mm"}
+_CASTS = {"float", "to", "long", "int", "type_as"}
+
+
+def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
+    """HF's experts (``integrations/moe.py``, grouped_mm) route each token on its own, but through ops that look
+    token-mixing one at a time: the (token, expert) pairs are sorted by expert, grouped matmuls run over the
+    sorted pairs with per-expert offsets, and an inverse permutation puts the results back. Each sorted row
+    still holds one token's pair, so the chain is per-token as long as every value along the sorted axis comes
+    from the same sort, the offsets are the counts of that sort's keys, and the results return through its
+    inverse permutation. Roles of ``n``, a reason, or None (not a routing op; the general rules apply)."""
+    name = op_name(n)
+    seg_in = [x for x in n.all_input_nodes if x in a.segments]
+    if n.op == "call_function" and n.target is operator.getitem and isinstance(_val(n.args[0]), (tuple, list)):
+        base, i = n.args
+        rb = roles.get(base) or ()
+        if op_name(base) == "sort" and _sorted_role(base) in rb:  # sort's (values, indices)
+            d = rb.index(_sorted_role(base))
+            if i == 1:  # which slot of the sorted axis each sorted row is
+                a.token_index[n] = roles[base.args[0]][d]
+            else:       # the keys, in sorted order: they group the rows
+                a.sorted_keys[n] = rb[d]
+            return rb
+        return None
+    if name == "sort" and n.args and isinstance(n.args[0], fx.Node):
+        br = roles.get(n.args[0])
+        dim = _dim_arg(n, 1, -1)
+        if br is None or not br:
+            return None
+        d = _norm_dim(dim, len(br))
+        if _slots(br[d]) is None or any(r is not None for i, r in enumerate(br) if i != d):
+            return None
+        # sorting a token axis mixes tokens only in the order it leaves them in; the indices say which token
+        # each sorted row is (token_index), the sorted values key the groups (sorted_keys, on the getitems)
+        out = list(br)
+        out[d] = _sorted_role(n)
+        return tuple(out)
+    if seg_in:
+        x = seg_in[0]
+        if name == "cumsum" and n.args[0] is x:
+            a.segments[n] = a.segments[x]
+            return (None,) * len(_shape(n))
+        if name in _GROUPED_MM:
+            return _grouped_mm_roles(n, roles, a)
+        return (f"the per-expert token counts at node `{x.name}` are a batch-level value (they count the tokens "
+                f"of the whole batch, which a packed batch holds fewer of), used by an op other than a grouped "
+                f"matmul's offsets")
+    if name == "histc" and n.args and isinstance(n.args[0], fx.Node):
+        key = _cast_source(n.args[0])
+        if key in a.sorted_keys:
+            a.segments[n] = a.sorted_keys[key]
+            return (None,) * len(_shape(n))
+        return None
+    if name in _CASTS and n.args and n.args[0] in a.sorted_keys and n.op == "call_method":
+        a.sorted_keys[n] = a.sorted_keys[n.args[0]]
+        return None  # roles as any cast
+    if name in ("floordiv",) and n.args and n.args[0] in a.token_index and isinstance(n.args[1], int):
+        # a slot index // k is the token index ("BT*k" -> "BT")
+        k = _slots(a.token_index[n.args[0]])
+        if k is not None and n.args[1] > 0 and k % n.args[1] == 0:
+            a.token_index[n] = _slots_role(k // n.args[1])
+            return roles.get(n.args[0])
+        return None
+    if n.op == "call_function" and n.target is operator.getitem:
+        return _token_gather_roles(n, roles, a)
+    if name == "empty_like" and n.args and n.args[0] in a.token_index:
+        perm = n.args[0]
+        ar = _inverse_arange(n, perm)
+        if ar is not None and _is_sorted_role((roles.get(perm) or (None,))[0]) and len(roles[perm]) == 1:
+            # inv[perm] = arange(n): inv maps each original slot to its sorted row
+            a.token_index[n] = roles[perm][0]
+            a.inverse_aranges[ar] = a.token_index[perm]
+            return (a.token_index[perm],)
+        return None
+    if n.op == "call_function" and n.target is operator.setitem and n.args[2] in a.inverse_aranges:
+        return ()
+    return None
+
+
+def _cast_source(x: fx.Node) -> fx.Node:
+    while isinstance(x, fx.Node) and op_name(x) in _CASTS and x.op == "call_method":
+        x = x.args[0]
+    return x
+
+
+def _inverse_arange(e: fx.Node, perm: fx.Node) -> fx.Node | None:
+    """The arange of ``e[perm] = arange(len(perm))`` when that write is ``e``'s only use before it is read."""
+    writes = [u for u in e.users if u.op == "call_function" and u.target is operator.setitem and u.args[0] is e]
+    if len(writes) != 1:
+        return None
+    _, idx, ar = writes[0].args
+    if idx is not perm or not (isinstance(ar, fx.Node) and ar.op == "call_function" and ar.target is torch.arange):
+        return None
+    if len(ar.args) != 1 or len(ar.users) != 1 or not same_size(_shape(ar)[0], _shape(perm)[0]):
+        return None
+    order = {x: i for i, x in enumerate(e.graph.nodes)}
+    if any(order[u] < order[writes[0]] for u in e.users if u is not writes[0]):
+        return None
+    return ar
+
+
+def _token_gather_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
+    """``x[idx]`` whose index tensor holds indices into x's first axis (a token, slot or sorted-row index):
+    row i of the output is the row that idx[i] names, so it takes idx's roles."""
+    base, idx = n.args
+    if isinstance(idx, tuple) and len(idx) == 1:
+        idx = idx[0]
+    if not isinstance(idx, fx.Node) or idx not in a.token_index:
+        return None
+    br = roles.get(base)
+    if br is None or not br or br[0] != a.token_index[idx] or any(r is not None for r in br[1:]):
+        return None
+    return tuple(roles[idx]) + tuple(br[1:])
+
+
+def _grouped_mm_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
+    x = n.args[0]
+    w = n.args[1] if len(n.args) > 1 else n.kwargs.get("weight", n.kwargs.get("mat2"))
+    offs = n.kwargs.get("offs", n.args[2] if len(n.args) > 2 else None)
+    rx = roles.get(x)
+    if (rx is None or len(rx) != 2 or not _is_sorted_role(rx[0]) or rx[1] is not None
+            or offs not in a.segments or a.segments[offs] != rx[0]):
+        return (f"a grouped matmul whose groups (`{getattr(offs, 'name', offs)}`) are not the expert counts of the "
+                f"sort that ordered its input `{getattr(x, 'name', x)}`")
+    if isinstance(w, fx.Node) and roles.get(w) and any(roles[w]):
+        return "a grouped matmul whose weight depends on the tokens"
+    return (rx[0], None)

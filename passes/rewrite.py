@@ -21,7 +21,7 @@ from replaycompile import ops
 from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
 
-from .analysis import _LINEAR, B, BT, T, Decline, GraphAnalysis, _shape, _val, op_name
+from .analysis import _LINEAR, B, BT, T, Decline, GraphAnalysis, _shape, _slots, _val, op_name
 
 # Rows of logits per chunk of the fused LM head: about this many bytes of float32 logits at a time
 LM_HEAD_CHUNK_BYTES = 64 << 20
@@ -52,10 +52,14 @@ def _shape_arg(roles, shape, n_node):
             out.append(1)
         elif role in (T, BT):
             out.append(n_node)
+        elif role is not None:
+            out.append(-1)  # a routing axis ("BT*k" slots, "S:..." sorted rows): k * n_node long, inferred
         elif isinstance(size, int):
             out.append(size)
         else:
             raise Decline("a reshape with a symbolic size outside the batch and sequence axes")
+    if out.count(-1) > 1:
+        raise Decline("a reshape with two routing axes")
     return out
 
 
@@ -403,12 +407,18 @@ def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_inde
     if name in ("view", "reshape", "flatten", "unflatten", "squeeze") and n.op == "call_method" or \
             (n.op == "call_function" and n.target in (torch.reshape, torch.flatten)):
         return g.call_method("reshape", (arg(n.args[0]), _shape_arg(roles, out_shape, n_tok)))
+    if n in a.inverse_aranges:  # arange(k * tokens) of an MoE inverse permutation, on the packed tokens' slots
+        slots = g.call_function(operator.mul, (n_tok, _slots(a.inverse_aranges[n])))
+        return g.call_function(torch.arange, (slots,), dict(n.kwargs))
     if name in ("expand", "broadcast_to") and out_shape is not None:
         shape = [-1 if r is not None else s for r, s in zip(roles, out_shape)]
         if any(not isinstance(s, int) for s in shape):
             raise Decline(f"an expand with a symbolic size at node `{n.name}`")
         return g.call_method("expand", (arg(n.args[0]), shape))
-    if n.op == "call_function" and n.target is operator.getitem and not isinstance(_val(n.args[0]), (tuple, list)):
+    idx_nodes = n.args[1] if len(n.args) > 1 and isinstance(n.args[1], tuple) else n.args[1:2]
+    token_gather = any(isinstance(i, fx.Node) and i in a.token_index for i in idx_nodes)  # MoE: copied as is
+    if n.op == "call_function" and n.target is operator.getitem and not isinstance(_val(n.args[0]), (tuple, list)) \
+            and not token_gather:
         base, idx = n.args
         sl = next((s for s in a.slices if s.node is n), None)
         if not isinstance(idx, tuple):

@@ -5,6 +5,17 @@ from __future__ import annotations
 import torch
 
 FAMILIES = ("qwen3", "qwen2", "llama", "mistral")
+MOE_FAMILIES = ("qwen3_moe", "mixtral", "gpt_oss")  # mixture-of-experts: top-k routing over 4 experts
+
+_TINY_MOE = {
+    # every layer sparse; norm_topk_prob as the released Qwen3-MoE checkpoints set it
+    "qwen3_moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True,
+                      decoder_sparse_step=1, mlp_only_layers=[]),
+    "mixtral": dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, sliding_window=None),
+    # full attention in both layers (GPT-OSS's attention sinks apply to every layer regardless)
+    "gpt_oss": dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32,
+                    layer_types=["full_attention", "full_attention"]),
+}
 
 _TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, head_dim=16, vocab_size=128, max_position_embeddings=4096)
@@ -13,9 +24,10 @@ _TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_att
 def tiny_config(family: str = "qwen3", attn_implementation: str = "sdpa", **overrides):
     from transformers import AutoConfig
 
-    if family not in FAMILIES:
-        raise ValueError(f"unknown model family {family!r}; built-in tiny configs exist for {list(FAMILIES)}")
-    kw = {**_TINY, **overrides}
+    if family not in FAMILIES + MOE_FAMILIES:
+        raise ValueError(f"unknown model family {family!r}; built-in tiny configs exist for "
+                         f"{list(FAMILIES + MOE_FAMILIES)}")
+    kw = {**_TINY, **_TINY_MOE.get(family, {}), **overrides}
     if family == "mistral":
         kw.setdefault("sliding_window", None)
     cfg = AutoConfig.for_model(family, **kw)
