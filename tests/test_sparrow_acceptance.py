@@ -100,3 +100,71 @@ def test_monitor_warns_below_target(caplog):
     assert [r["bin_start"] for r in rows] == [0, 64]
     assert rows[0]["p5"] < 0.86 and rows[1]["p5"] == 1.0
     assert "KV lengths 0-64" in caplog.text and "KV lengths 64-128" not in caplog.text
+
+
+def _binom_tail(n, q, k):
+    """P[Binom(n, q) >= k], exactly (integer binomials, float powers)."""
+    return sum(math.comb(n, j) * q ** j * (1 - q) ** (n - j) for j in range(k, n + 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 400), q=st.sampled_from([0.01, 0.05, 0.1, 0.5]), conf=st.sampled_from([0.8, 0.9, 0.95]))
+def test_order_statistic_rank_is_the_largest_covering_rank(n, q, conf):
+    """The rank against the binomial tail summed by brute force: it covers at the confidence, the next does not."""
+    from replaycompile.acceptance import order_statistic_rank
+
+    k = order_statistic_rank(n, q, conf)
+    assert 0 <= k <= n
+    if k:
+        assert _binom_tail(n, q, k) >= conf - 1e-9
+    if k < n:
+        assert _binom_tail(n, q, k + 1) < conf + 1e-9
+
+
+def test_order_statistic_rank_known_values():
+    from replaycompile.acceptance import order_statistic_rank
+
+    # p5 at 0.9: 1 - 0.95^n >= 0.9 first at n = 45; at 0.95 first at n = 59
+    assert [order_statistic_rank(n, 0.05, 0.9) for n in (44, 45)] == [0, 1]
+    assert [order_statistic_rank(n, 0.05, 0.95) for n in (58, 59)] == [0, 1]
+    # n = 100: P[>= 2] = 0.963, P[>= 3] = 0.882
+    assert order_statistic_rank(100, 0.05, 0.9) == 2
+    with pytest.raises(ValueError, match="confidence=1"):
+        order_statistic_rank(10, 0.05, 1.0)
+
+
+def test_quantile_lower_bound_covers_the_true_quantile_at_the_confidence():
+    """Simulation with a known distribution: Beta(8, 1) (acceptance-like, mass near 1), whose p5 is
+    0.05 ** (1 / 8). Over 2000 draws of n = 200 samples the bound lies at or below it in >= 90% of them (the
+    exact coverage is P[Binom(200, 0.05) >= k] = 0.93; the slack is 4 binomial standard errors below that)."""
+    from replaycompile.acceptance import order_statistic_rank, quantile_lower_bound
+
+    g = torch.Generator().manual_seed(0)
+    true_p5 = 0.05 ** (1 / 8)
+    n, trials = 200, 2000
+    k = order_statistic_rank(n, 0.05, 0.9)
+    exact = _binom_tail(n, 0.05, k)
+    samples = torch.rand(trials, n, generator=g, dtype=torch.float64) ** (1 / 8)  # inverse CDF of Beta(8, 1)
+    bounds = [quantile_lower_bound(s, 0.05, 0.9) for s in samples]
+    assert all(r == k for _, r in bounds)
+    covered = sum(b <= true_p5 for b, _ in bounds) / trials
+    se = math.sqrt(exact * (1 - exact) / trials)
+    assert covered >= 0.9 and abs(covered - exact) < 4 * se, (covered, exact)
+    # and it is a bound, not the point estimate: the p5 itself covers only about half the time
+    point = (torch.quantile(samples, 0.05, dim=1) <= true_p5).double().mean()
+    assert 0.3 < point < 0.7
+    assert quantile_lower_bound(torch.ones(44), 0.05, 0.9) == (None, 0)  # too few for any bound
+
+
+def test_summary_and_monitor_rows_carry_the_lower_bound():
+    alpha = torch.linspace(0, 1, 100, dtype=torch.float64)
+    rows = acceptance_summary(alpha, torch.arange(100), bin_tokens=50, confidence=0.9)
+    assert [r["count"] for r in rows] == [50, 50]
+    # n = 50: k = 1 (P[>= 1] = 0.92, P[>= 2] = 0.72): the smallest value of the bin
+    assert [(r["p5_rank"], r["p5_lower"]) for r in rows] == [(1, 0.0), (1, float(alpha[50]))]
+    assert all(r["p5_lower"] <= r["p5"] for r in rows)
+    assert "p5_lower" not in acceptance_summary(alpha, torch.arange(100), bin_tokens=50)[0]  # only when asked
+    mon = AcceptanceMonitor(target=0.86, bin_tokens=64)
+    rows = mon.update(torch.zeros(1, 40), torch.zeros(1, 40), torch.ones(1, 40), prompt_lengths=0)
+    assert set(rows[0]) >= {"bin_start", "bin_end", "count", "mean", "p5", "p5_lower"}
+    assert rows[0]["p5_lower"] is None  # 40 tokens: too few for a p5 bound at 0.9
