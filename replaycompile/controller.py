@@ -9,8 +9,8 @@ step without recompiling; nothing else of the schedule is touched.
 Why hysteresis: a bin below target costs now (the trainer learns from tokens the dense policy would not have
 sampled), so it is raised at once and by a lot (doubled); a bin above target only costs compute, and a p5 over a
 few hundred one-sample estimates is noisy, so a page count is lowered only after ``patience`` consecutive steps
-at least ``margin`` above the target, and then by a small step. Without that gap a bin near the threshold would
-flip between two budgets every step. The table stays non-decreasing in KV length (the schedule requires it):
+at least ``margin`` above the target, then by a small step, and never back to a count that fell below target in
+the last ``forget_after`` steps. Without that gap a bin near the threshold would flip between two budgets. The table stays non-decreasing in KV length (the schedule requires it):
 a raise lifts later buckets to at least the same count, a lowering stops at the previous bucket's count.
 """
 
@@ -64,8 +64,10 @@ class ScheduleController:
       ``max_pages`` nor above the count that keeps every page at the bucket's longest KV length.
     - lower: the evidence (``p5_lower`` where present, else p5) >= target + margin for ``patience`` consecutive
       observed steps -> the next rung below, or ``old - max(1, floor(old * lower_fraction))``; never below
-      ``min_pages`` nor below the previous bucket's count. A bin between the two thresholds holds and resets its
-      count of wide steps, as does any change.
+      ``min_pages`` nor below the previous bucket's count, and never to a count at or under one that fell below
+      target in this bucket within the last ``forget_after`` steps (a drifted policy's misses are intermittent:
+      one good step at a count does not show it is enough). A bin between the two thresholds holds and resets
+      its count of wide steps, as does any change.
     - a bin with fewer than ``min_count`` tokens is not acted on (a ``skip`` decision says so).
     - a bin past the table's end extends it with the last entry (which already held there).
 
@@ -76,14 +78,15 @@ class ScheduleController:
 
     def __init__(self, schedule: SparrowSchedule, target: float = 0.86, *, margin: float = 0.08, patience: int = 3,
                  min_count: int = 100, min_pages: int = 0, max_pages: int | None = None, raise_factor: float = 2.0,
-                 lower_fraction: float = 0.25, ladder=None, logger: logging.Logger | None = None):
+                 lower_fraction: float = 0.25, forget_after: int = 20, ladder=None,
+                 logger: logging.Logger | None = None):
         if not isinstance(schedule, SparrowSchedule):
             raise TypeError(f"ScheduleController: schedule must be a SparrowSchedule, got {type(schedule).__name__}")
         if not 0 < target <= 1:
             raise ValueError(f"ScheduleController: target={target} must be in (0, 1]")
         if margin < 0:
             raise ValueError(f"ScheduleController: margin={margin} must be >= 0")
-        for name, v in (("patience", patience), ("min_count", min_count)):
+        for name, v in (("patience", patience), ("min_count", min_count), ("forget_after", forget_after)):
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"ScheduleController: {name}={v!r} must be a positive int")
         every_page = SparrowSchedule.dense().pages[0]
@@ -102,9 +105,11 @@ class ScheduleController:
         self.schedule, self.target, self.margin, self.patience = schedule, float(target), float(margin), patience
         self.min_count, self.min_pages, self.max_pages = min_count, min_pages, max_pages
         self.raise_factor, self.lower_fraction, self.ladder = float(raise_factor), float(lower_fraction), ladder
+        self.forget_after = forget_after
         self.log = logger or log
         self.step = 0  # training steps seen (``update`` calls)
         self.wide_steps = [0] * len(schedule.pages)  # per bucket: consecutive observed steps with a wide margin
+        self.failed: list = [None] * len(schedule.pages)  # per bucket: [pages, step] of its last p5 below target
         self.decisions: list[ScheduleDecision] = []
         self._clamp_to_bounds("the initial table")
 
@@ -150,6 +155,7 @@ class ScheduleController:
                                        f"{len(old) - 1}'s count already held there"))
             old += [old[-1]] * (n - len(old))
             self.wide_steps += [0] * (n - len(self.wide_steps))
+            self.failed += [None] * (n - len(self.failed))
         status = {}
         for b, r in sorted(observed.items()):
             if r["count"] < self.min_count:
@@ -169,6 +175,7 @@ class ScheduleController:
             if st != "below":
                 continue
             new[b] = self.raised(old[b], b)
+            self.failed[b] = [old[b], self.step]
             if new[b] == old[b]:
                 why = (f"at max_pages={self.max_pages}" if old[b] >= self.max_pages else
                        "every page at these KV lengths is already kept, so the shortfall is not the budget's")
@@ -196,12 +203,21 @@ class ScheduleController:
             self.wide_steps[b] = 0
             floor = max(self.min_pages, new[b - 1] if b else 0)
             want = self.lowered(old[b])
+            failed = self.failed[b]
+            recent = failed is not None and self.step - failed[1] < self.forget_after and want <= failed[0]
+            if recent:  # the cheapest count above the one that failed (on a ladder: its next rung, if below old)
+                want = failed[0] + 1 if self.ladder is None else min([c for c in self.ladder if c > failed[0]]
+                                                                     + [old[b]])
             evidence = observed[b].get("p5_lower", observed[b]["p5"])
             basis = (f"{'p5_lower' if 'p5_lower' in observed[b] else 'p5'} {evidence:.4f} >= "
                      f"{self.target + self.margin:.4f} for {self.patience} steps")
             if max(want, floor) < old[b]:
                 new[b] = max(want, floor)
                 made.append(self._decision(label, b, old[b], new[b], observed[b], "lower", basis))
+            elif recent:
+                made.append(self._decision(label, b, old[b], old[b], observed[b], "held",
+                                           f"{basis}, but {failed[0]} pages fell below target here "
+                                           f"{self.step - failed[1]} steps ago (forget_after={self.forget_after})"))
             elif want < old[b]:  # at min_pages there is nothing to say; otherwise the previous bucket stops it
                 made.append(self._decision(label, b, old[b], old[b], observed[b], "held",
                                            f"{basis}, but bucket {b - 1} keeps {new[b - 1]} pages and the table "
@@ -216,7 +232,8 @@ class ScheduleController:
     # -- serialisation (plain types: JSON round-trips it)
     def state_dict(self) -> dict:
         return {"format": _FORMAT, "version": _VERSION, "step": self.step, "pages": list(self.schedule.pages),
-                "wide_steps": list(self.wide_steps), "decisions": [d.to_dict() for d in self.decisions],
+                "wide_steps": list(self.wide_steps), "failed": [None if f is None else list(f) for f in self.failed],
+                "decisions": [d.to_dict() for d in self.decisions],
                 "bucket_tokens": self.schedule.bucket_tokens, "page_size": self.schedule.page_size,
                 "config": self.config()}
 
@@ -235,11 +252,12 @@ class ScheduleController:
                 raise ValueError(f"ScheduleController.load_state_dict: the state's table is for {k}={state[k]}, "
                                  f"this schedule has {k}={getattr(self.schedule, k)}")
         pages, wide = [int(p) for p in state["pages"]], [int(w) for w in state["wide_steps"]]
-        if len(wide) != len(pages):
+        failed = [None if f is None else [int(f[0]), int(f[1])] for f in state["failed"]]
+        if not len(wide) == len(failed) == len(pages):
             raise ValueError(f"ScheduleController.load_state_dict: {len(pages)} buckets but {len(wide)} "
-                             f"wide-margin counts")
+                             f"wide-margin counts and {len(failed)} failure records")
         self.schedule.set_pages(pages)
-        self.step, self.wide_steps = int(state["step"]), wide
+        self.step, self.wide_steps, self.failed = int(state["step"]), wide, failed
         self.decisions = [ScheduleDecision(**d) for d in state["decisions"]]
         if state.get("config") != self.config():
             self.log.info("sparrow controller: resumed with other settings than the saved ones (%s, now %s)",
@@ -249,7 +267,7 @@ class ScheduleController:
     def config(self) -> dict:
         return dict(target=self.target, margin=self.margin, patience=self.patience, min_count=self.min_count,
                     min_pages=self.min_pages, max_pages=self.max_pages, raise_factor=self.raise_factor,
-                    lower_fraction=self.lower_fraction, ladder=self.ladder)
+                    lower_fraction=self.lower_fraction, forget_after=self.forget_after, ladder=self.ladder)
 
     # -- internals
     def _buckets(self, rows) -> dict:
@@ -283,8 +301,9 @@ class ScheduleController:
         old = list(self.schedule.pages)
         # min/max of a non-decreasing table with constants stays non-decreasing
         new = [min(max(p, self.min_pages), self.max_pages) for p in old]
-        if len(self.wide_steps) != len(new):
+        if len(self.wide_steps) != len(new) or len(self.failed) != len(new):
             self.wide_steps = (self.wide_steps + [0] * len(new))[:len(new)]
+            self.failed = (self.failed + [None] * len(new))[:len(new)]
         if new == old:
             return
         made = [self._decision(self.step, b, o, n, None, "clamp",
