@@ -613,6 +613,10 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
                 roles[n] = tuple(r)
             continue
         if n.op == "output":
+            leaving = [x for x in n.all_input_nodes if is_packed(x) and _routing_value(x, a)]
+            if leaving:
+                raise Decline(f"{_node_desc(leaving[0])}: a routing value (expert slots, rows sorted by expert or "
+                              f"per-expert counts) is an output of the graph, with no [batch, seq] layout")
             continue
         if n in mask_only:
             kind[n] = "mask"
@@ -724,6 +728,9 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         # name the earliest cause: a value that left the packed region upstream of this one
         inherited = next((first_boundary[x] for x in ins if x in replayed and x in first_boundary), None)
         reason = inherited or f"{_node_desc(n)}: {why}"
+        if any(_routing_value(x, a) for x in packed_ins):
+            # a slot or sorted-row axis, or the batch's expert counts, has no [B, T] layout to replay to
+            raise Decline(reason)
         a.boundaries[n] = reason
         first_boundary[n] = reason
     if a.seeded and not any(k == "packed" and n not in a.seeded for n, k in kind.items()):
@@ -1002,6 +1009,12 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     if n.op == "call_function" and n.target is operator.setitem and n.args[2] in a.inverse_aranges:
         return ()
     return None
+
+
+def _routing_value(x: fx.Node, a: GraphAnalysis) -> bool:
+    """A value along a routing axis (k > 1 slots, or rows sorted by expert) or the batch's expert counts."""
+    r = a.roles.get(x) or ()
+    return x in a.segments or any((_slots(role) or 1) > 1 or _is_sorted_role(role) for role in r)
 
 
 def _cast_source(x: fx.Node) -> fx.Node:
