@@ -410,3 +410,23 @@ def test_flattened_token_values_are_gathered_by_row_and_column():
     y = torch.compile(model, backend="replay", options=AOT)(ids)
     assert replaycompile.last_stats()["applied"]
     torch.testing.assert_close(y, model(ids), rtol=1e-5, atol=1e-5)
+
+
+def test_capacity_routing_by_sort_is_declined():
+    """Capacity routing written with a sort: each expert keeps the first C tokens of the batch sorted by its
+    score. Which tokens survive depends on the whole batch (a packed batch holds fewer), so the slice of the
+    sorted token axis declines, naming the node."""
+
+    class Capacity(TinyLM):
+        def forward(self, ids):
+            x = self.emb(ids)
+            x = x + self.attend(x)
+            scores = self.router(x).softmax(-1)[..., 0].flatten()  # [B*T] scores of expert 0
+            _, order = torch.sort(scores, descending=True)
+            kept = x.flatten(0, 1)[order][:4]                     # the top 4 tokens of the batch
+            return self.head(x + kept.sum(0) * 0)
+
+    (gm,) = capture(Capacity(), shared_ids())
+    a = analyze(gm)
+    assert not a.applicable
+    assert "a slice of a flattened or sorted token axis" in a.reason and "node `" in a.reason, a.reason
