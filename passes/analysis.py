@@ -996,7 +996,26 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
             return roles.get(n.args[0])
         return None
     if n.op == "call_function" and n.target is operator.getitem:
-        return _token_gather_roles(n, roles, a)
+        return _token_gather_roles(n, roles, a) or _weight_gather_roles(n, roles, a)
+    if name == "repeat_interleave" and n.args and isinstance(n.args[0], fx.Node):
+        # each token's row repeated k times in place: a token-major slot axis (HF's batched_mm experts)
+        br, reps = roles.get(n.args[0]), n.kwargs.get("repeats", n.args[1] if len(n.args) > 1 else None)
+        dim = n.kwargs.get("dim", n.args[2] if len(n.args) > 2 else None)
+        if br is None or not isinstance(reps, int) or not isinstance(dim, int):
+            return None
+        d = _norm_dim(dim, len(br))
+        if _slots(br[d]) is None or any(r is not None for i, r in enumerate(br) if i != d):
+            return None
+        out = list(br)
+        out[d] = _slots_role(_slots(br[d]) * reps)
+        return tuple(out)
+    if n.op == "call_function" and n.target in (torch.bmm,) and len(n.args) == 2:
+        # one small matmul per slot: per-token when both operands carry the same token axis as the batch dim
+        r0, r1 = (roles.get(x) if isinstance(x, fx.Node) else None for x in n.args)
+        if r0 and r1 and len(r0) == len(r1) == 3 and r0[0] == r1[0] and _slots(r0[0]) is not None \
+                and r0[1:] == r1[1:] == (None, None):
+            return (r0[0], None, None)
+        return None
     if name == "empty_like" and n.args and n.args[0] in a.token_index:
         perm = n.args[0]
         ar = _inverse_arange(n, perm)
@@ -1051,6 +1070,22 @@ def _token_gather_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     if br is None or not br or br[0] != a.token_index[idx] or any(r is not None for r in br[1:]):
         return None
     return tuple(roles[idx]) + tuple(br[1:])
+
+
+def _weight_gather_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
+    """``W[expert_ids]``: a parameter's rows picked per slot by an integer tensor of per-token values (each
+    slot's own expert's weights), so the output takes the index's token axis."""
+    base, idx = n.args
+    if isinstance(idx, tuple) and len(idx) == 1:
+        idx = idx[0]
+    v = _val(idx)
+    if not (isinstance(idx, fx.Node) and base in a.paramdep and isinstance(v, torch.Tensor)
+            and not v.is_floating_point() and v.dtype != torch.bool):
+        return None
+    ri = roles.get(idx)
+    if not ri or any((_slots(r) is None) and r is not None for r in ri):
+        return None
+    return tuple(ri) + (None,) * (len(_shape(base)) - 1)
 
 
 def _grouped_mm_roles(n: fx.Node, roles: dict, a: GraphAnalysis):

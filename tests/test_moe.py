@@ -37,6 +37,19 @@ def test_moe_group_step_is_exact(family, impl):
     assert_same_step(ref, got)
 
 
+@pytest.mark.parametrize("family", MOE)
+def test_moe_batched_mm_experts_are_exact(family):
+    """experts_implementation="batched_mm" (each slot's row repeated, its expert's weights gathered, one bmm
+    per slot): packed and exact too."""
+    model = tiny_model(family, experts_implementation="batched_mm")
+    ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
+    ref = run(step_loss, model, ids, am, adv, p)
+    got = run(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st
+    assert_same_step(ref, got)
+
+
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
 @pytest.mark.parametrize("family", MOE)
 def test_moe_two_level_tree_is_exact(family, impl):
