@@ -10,8 +10,9 @@ Why hysteresis: a bin below target costs now (the trainer learns from tokens the
 sampled), so it is raised at once and by a lot (doubled); a bin above target only costs compute, and a p5 over a
 few hundred one-sample estimates is noisy, so a page count is lowered only after ``patience`` consecutive steps
 at least ``margin`` above the target, then by a small step, and never back to a count that fell below target in
-the last ``forget_after`` steps. Without that gap a bin near the threshold would flip between two budgets. The table stays non-decreasing in KV length (the schedule requires it):
-a raise lifts later buckets to at least the same count, a lowering stops at the previous bucket's count.
+the last ``forget_after`` steps. Without that gap a bin near the threshold would flip between two budgets. The
+table stays non-decreasing in KV length (the schedule requires it): a raise lifts later buckets to at least the
+same count, a lowering stops at the previous bucket's count.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class ScheduleController:
     - raise: p5 < target -> the next ladder rung above the current count (``ladder`` given; every page of the
       bucket when the ladder is exhausted) or ``max(old + 1, ceil(old * raise_factor))``; never above
       ``max_pages`` nor above the count that keeps every page at the bucket's longest KV length.
-    - lower: the evidence (``p5_lower`` where present, else p5) >= target + margin for ``patience`` consecutive
+    - lower: the evidence (``p5_lower`` where the row has the key, else p5; a ``p5_lower`` of None, too few
+      tokens for a bound, is no evidence) >= target + margin for ``patience`` consecutive
       observed steps -> the next rung below, or ``old - max(1, floor(old * lower_fraction))``; never below
       ``min_pages`` nor below the previous bucket's count, and never to a count at or under one that fell below
       target in this bucket within the last ``forget_after`` steps (a drifted policy's misses are intermittent:
@@ -164,7 +166,7 @@ class ScheduleController:
                                            f"{r['count']} tokens < min_count={self.min_count}: too few for a p5"))
             elif r["p5"] < self.target:
                 status[b] = "below"
-            elif r.get("p5_lower", r["p5"]) >= self.target + self.margin:
+            elif self._evidence(r) is not None and self._evidence(r) >= self.target + self.margin:
                 status[b] = "wide"
             else:
                 status[b] = "ok"
@@ -208,7 +210,7 @@ class ScheduleController:
             if recent:  # the cheapest count above the one that failed (on a ladder: its next rung, if below old)
                 want = failed[0] + 1 if self.ladder is None else min([c for c in self.ladder if c > failed[0]]
                                                                      + [old[b]])
-            evidence = observed[b].get("p5_lower", observed[b]["p5"])
+            evidence = self._evidence(observed[b])
             basis = (f"{'p5_lower' if 'p5_lower' in observed[b] else 'p5'} {evidence:.4f} >= "
                      f"{self.target + self.margin:.4f} for {self.patience} steps")
             if max(want, floor) < old[b]:
@@ -283,7 +285,8 @@ class ScheduleController:
                 raise ValueError(f"ScheduleController.update: row {i} covers KV lengths {r['bin_start']}-"
                                  f"{r['bin_end']}, not one of the schedule's {bt}-token buckets: create the monitor "
                                  f"with bin_tokens=schedule.bucket_tokens ({bt})")
-            if not all(math.isfinite(r[k]) for k in ("p5", "p5_lower") if k in r):
+            if not all(isinstance(r[k], (int, float)) and math.isfinite(r[k])
+                       for k in ("p5", "p5_lower") if k in r and (k == "p5" or r[k] is not None)):
                 raise ValueError(f"ScheduleController.update: row {i} (KV lengths {r['bin_start']}-{r['bin_end']}) "
                                  f"has a p5 that is not a number: {r}")
             b = min(r["bin_start"] // bt, MAX_BUCKETS - 1)
@@ -292,10 +295,17 @@ class ScheduleController:
                 prev = out[b]
                 row = dict(bin_start=prev["bin_start"], bin_end=row["bin_end"], count=prev["count"] + row["count"],
                            p5=min(prev["p5"], row["p5"]),
-                           **({"p5_lower": min(prev["p5_lower"], row["p5_lower"])}
+                           **({"p5_lower": None if None in (prev["p5_lower"], row["p5_lower"]) else
+                               min(prev["p5_lower"], row["p5_lower"])}
                               if "p5_lower" in prev and "p5_lower" in row else {}))
             out[b] = row
         return out
+
+    @staticmethod
+    def _evidence(row: dict):
+        """What a lowering must see above target + margin: the lower bound where the monitor reports one (None:
+        too few tokens for a bound), else the p5 itself."""
+        return row["p5_lower"] if "p5_lower" in row else row["p5"]
 
     def _clamp_to_bounds(self, what: str) -> None:
         old = list(self.schedule.pages)
