@@ -211,14 +211,44 @@ def describe_mismatch(vis: torch.Tensor, ref: torch.Tensor, qvalid: torch.Tensor
             f"custom mask)")
 
 
-def check_masks(outs, sites, probe: torch.Tensor, qpos: torch.Tensor, kpos: torch.Tensor) -> str | None:
+def window_boundaries(t: int, windows) -> list[int]:
+    """Probe positions that put pairs at distance W - 1 and W into a virtual sequence of length t, for each
+    window W: (W - 1, 0), (W, 0) at the start and (t - 1 - W, t - 1) at the end, with their neighbours."""
+    out = []
+    for w in set(windows):
+        if 0 < w < t:
+            out += [w, t - 1 - w]
+    return out
+
+
+def window_of(hidden_at, hi: int) -> int:
+    """The smallest distance d < hi at which ``hidden_at(d)`` (query d does not see key 0 of an unpadded row) is
+    true, found by bisection; 0 if none is (no window below hi). A window hides every distance from W on, so the
+    predicate is monotone for the masks this module stands for; ``check_masks`` with the window verifies it."""
+    if not hidden_at(hi - 1):
+        return 0
+    lo, bad = 0, hi - 1  # seen at lo (a query always sees itself), hidden at bad
+    while bad - lo > 1:
+        mid = (lo + bad) // 2
+        if hidden_at(mid):
+            bad = mid
+        else:
+            lo = mid
+    return bad
+
+
+def check_masks(outs, sites, probe: torch.Tensor, qpos: torch.Tensor, kpos: torch.Tensor,
+                windows=None) -> str | None:
     """Compare each mask output [.., Q, K] (rows of ``probe``, the 0/1 padding mask [B, T]; positions qpos/kpos)
-    with causal-with-padding; None if all agree, else the reason naming the node and the pattern found."""
+    with causal-with-padding, restricted to ``qpos - kpos < W`` for a site whose entry of ``windows`` is W > 0;
+    None if all agree, else the reason naming the node and the pattern found."""
     b = probe.shape[0]
     pad = probe.bool()
-    ref = (kpos[None, :] <= qpos[:, None])[None] & pad[:, kpos][:, None, :]
+    causal = (kpos[None, :] <= qpos[:, None])[None] & pad[:, kpos][:, None, :]
     qvalid = pad[:, qpos]
-    for site, m in zip(sites, outs):
+    windows = windows or [0] * len(sites)
+    for site, m, w in zip(sites, outs, windows):
+        ref = causal & ((qpos[:, None] - kpos[None, :]) < w)[None] if w > 0 else causal
         vis = visible(m)
         if vis is None:
             return (f"attention at node `{site.node.name}` adds a bias to its scores (not a 0/-inf mask), which "
@@ -228,6 +258,9 @@ def check_masks(outs, sites, probe: torch.Tensor, qpos: torch.Tensor, kpos: torc
         vis = vis.reshape((1,) * (4 - vis.dim()) + tuple(vis.shape)).expand(b, -1, len(qpos), len(kpos))
         ok = (vis == ref[:, None]) | ~qvalid[:, None, :, None]
         if not bool(ok.all()):
+            if w > 0:
+                return (f"attention mask at node `{site.node.name}` is not causal-with-padding within a sliding "
+                        f"window of {w} tokens; shared prefixes cannot be computed once")
             return (f"attention mask at node `{site.node.name}` is not causal-with-padding: "
                     f"{describe_mismatch(vis, ref, qvalid, qpos, kpos)}; shared prefixes cannot be computed once")
     return None

@@ -86,7 +86,8 @@ class _Stream:
 
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
-            blocks: tuple[int, int] | None = None, chunked_lm_head: bool = True) -> PackedGraph:
+            blocks: tuple[int, int] | None = None, chunked_lm_head: bool = True,
+            windows: dict | None = None) -> PackedGraph:
     """The packed graph. ``blocks`` given: attention runs the Triton block-sparse kernels on a block layout of
     the tree with those block sizes, which the caller passes as six more inputs after the plan's.
 
@@ -97,7 +98,11 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
 
     ``chunked_lm_head``: where the LM head's output is used only through ``log_softmax(-1).gather(-1, targets)``
     (``lm_head_chains``), the three run as ``replaycompile::chunked_logprobs`` on the (packed row, target) pairs,
-    never holding [M, V] logits; the caller passes each such gather's pairs ("pairs" in ``extra_inputs``)."""
+    never holding [M, V] logits; the caller passes each such gather's pairs ("pairs" in ``extra_inputs``).
+
+    ``windows``: attention node -> W, a sliding window the mask check verified at that site; its tree attention
+    hides keys W or more columns before the query in the row (the plan's ``columns``), which keeps sharing
+    exact when the window crosses a branch point."""
     g = fx.Graph()
     row_env: dict = {}
     old_nodes = list(gm.graph.nodes)
@@ -225,6 +230,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
         sp = a.space[n]
         if n in sites:
             s = sites[n]
+            window = (windows or {}).get(n, 0)
             if detach_prefix:
                 # keys and values before GQA's repeat_kv where the model repeats them (the op reads kv head
                 # h // (Hq / Hkv) itself): the branch backward saves the shared K/V once, not once per query head
@@ -233,21 +239,24 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
                 (qs, ks, vs), (qr, kr, vr) = ([st.env[x] for x in (s.q, *kv)] for st in streams)
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (qs, ks, vs, plan["subtree_end_s"], plan["seg_q_s"], plan["seg_kv_ptr_s"],
-                                       plan["kv_ranges_s"], s.scale, layout, block_q, block_k))
+                                       plan["kv_ranges_s"], s.scale, layout, block_q, block_k)
+                                      + ((plan["columns_s"], window) if window else ()))
                 streams[0].env[n] = g.call_function(operator.getitem, (res, 0))
                 # the branch queries see the shared keys (constants here) followed by their own
                 k_all = g.call_function(torch.cat, ([ks, kr], 2))
                 v_all = g.call_function(torch.cat, ([vs, vr], 2))
+                cols_all = g.call_function(torch.cat, ([plan["columns_s"], plan["columns_r"]],)) if window else None
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (qr, k_all, v_all, no_subtree, plan["seg_q_r"], plan["seg_kv_ptr_r"],
-                                       plan["kv_ranges_r"], s.scale, [], 0, 0))
+                                       plan["kv_ranges_r"], s.scale, [], 0, 0) + ((cols_all, window) if window else ()))
                 streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
                 continue
             st = streams[0]
             q, kk, v = (st.env[x] for x in (s.q, s.k, s.v))
             res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                   (q, kk, v, plan["subtree_end"], plan["seg_q"], plan["seg_kv_ptr"],
-                                   plan["kv_ranges"], s.scale, layout, block_q, block_k))
+                                   plan["kv_ranges"], s.scale, layout, block_q, block_k)
+                                  + ((plan["columns"], window) if window else ()))
             st.env[n] = g.call_function(operator.getitem, (res, 0))
             continue
         for st in streams:

@@ -325,6 +325,7 @@ class ReplayGraph:
         self._verified_len = 0              # the longest virtual sequence length verified structurally
         self._length_limit: str | None = None  # why sequences longer than that are not packed
         self._mask_sites: list = []
+        self._windows: list | None = None  # each mask site's verified sliding window (0: none), once found
         self.mask_verifications = 0         # how often a mask was verified (structured: once per graph)
         self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
         self._warned_below_threshold = False
@@ -336,12 +337,9 @@ class ReplayGraph:
             self.analysis: GraphAnalysis = analyze(gm)
             self.reason = self.analysis.reason
             if self.reason is None:
-                kw = dict(detach_prefix=opts.mode == "detach_prefix", blocks=self._attention_blocks(example_inputs))
-                self.packed = rewrite(gm, self.analysis, chunked_lm_head=False, **kw)
-                if opts.lm_head != "plain":
-                    chunked = rewrite(gm, self.analysis, chunked_lm_head=True, **kw)
-                    if chunked.lm_head_vocab:
-                        self.packed_chunked = chunked
+                self._rewrite_kw = dict(detach_prefix=opts.mode == "detach_prefix",
+                                        blocks=self._attention_blocks(example_inputs))
+                self._rewrite()
         except Decline as e:
             self.reason = str(e)
         except Exception as e:  # noqa: BLE001 - a bug in a pass must cost speed, never correctness
@@ -376,6 +374,15 @@ class ReplayGraph:
                     gm, masks, self.analysis.seq, self.analysis.batch, self.analysis.attention_mask)
             bounds = [b for s in self.analysis.slices for b in (s.start, s.stop) if isinstance(b, fx.Node)]
             self._bounds_gm = mask_probe.subgraph_module(gm, bounds) if bounds else None
+
+    def _rewrite(self, windows: dict | None = None) -> None:
+        """The packed graphs (plain and chunked LM head); ``windows``: attention node -> its sliding window."""
+        self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, windows=windows, **self._rewrite_kw)
+        self.packed_chunked = None
+        if self.opts.lm_head != "plain":
+            chunked = rewrite(self.gm, self.analysis, chunked_lm_head=True, windows=windows, **self._rewrite_kw)
+            if chunked.lm_head_vocab:
+                self.packed_chunked = chunked
 
     def _attention_blocks(self, example_inputs, a: GraphAnalysis | None = None, device: str | None = None
                           ) -> tuple[int, int] | None:
@@ -503,13 +510,51 @@ class ReplayGraph:
             call[self._pos[a.attention_mask]] = probe.to(args[self._pos[a.attention_mask]].dtype)
         return call
 
-    def _structured_check(self, args, am, tv: int) -> str | None:
-        """The structured probe at virtual length ``tv``: None if causal-with-padding there."""
+    def _structured_check(self, args, am, tv: int, windows=None) -> str | None:
+        """The structured probe at virtual length ``tv``: None if causal-with-padding there (within each site's
+        window, given ``windows``)."""
         probe = mask_probe.padding_probes(tv) if am is not None else torch.ones(1, tv, dtype=torch.long)
-        index = mask_probe.probe_positions(tv, mask_probe.probe_boundaries(tv))
+        index = mask_probe.probe_positions(tv, mask_probe.probe_boundaries(tv) +
+                                           mask_probe.window_boundaries(tv, windows or []))
         with torch.no_grad():
             outs = self._mask_structured(*self._mask_args(args, probe), index, probe.shape[0])
-        return mask_probe.check_masks(outs, self._mask_sites, probe, index, index)
+        return mask_probe.check_masks(outs, self._mask_sites, probe, index, index, windows)
+
+    def _site_windows(self, args, hi: int) -> list:
+        """Each mask site's sliding window below ``hi`` (0: none), by bisection on the distance at which a query
+        of an unpadded row stops seeing key 0; sites reading one mask value share the search."""
+        found: dict = {}
+
+        def hidden_at(i: int, d: int) -> bool:
+            probe = torch.ones(1, d + 1, dtype=torch.long)
+            with torch.no_grad():
+                outs = self._mask_structured(*self._mask_args(args, probe), torch.tensor([0, d]), 1)
+            vis = mask_probe.visible(outs[i])
+            # not a 0/-inf mask: no window to find; the check names the bias
+            return vis is not None and not bool(vis[..., 1, 0].all())
+
+        out = []
+        for i, site in enumerate(self._mask_sites):
+            if site.mask not in found:
+                found[site.mask] = mask_probe.window_of(lambda d, i=i: hidden_at(i, d), hi)
+            out.append(found[site.mask])
+        return out
+
+    def _accept_windows(self, args, am, t: int, hi: int) -> bool:
+        """A mask that is not causal at ``hi`` may be causal within a sliding window per site (HF builds a full and
+        a sliding mask and each layer reads one): find each site's window, verify the whole mask against it at
+        ``hi`` and at the call's length, and rewrite the attentions to apply those windows by row position."""
+        windows = self._site_windows(args, hi)
+        if not any(windows):
+            return False
+        for tv in sorted({t, hi}):
+            if self._structured_check(args, am, tv, windows) is not None:
+                return False
+        self._windows = windows
+        self._rewrite({s.node: w for s, w in zip(self._mask_sites, windows) if w > 0})
+        log.info("replay: sliding windows %s at the attention sites; packed with the window applied by row "
+                 "position", sorted(set(windows)))
+        return True
 
     def _check_masks(self, args, am) -> tuple[str | None, bool]:
         """Verify that every attention mask is causal-with-padding. Returns (reason or None, for good).
@@ -528,7 +573,9 @@ class ReplayGraph:
                 return f"{self._length_limit}, this one has {t}", False
             try:
                 hi = max(t, mask_probe.LONG_CONTEXT)
-                why = self._structured_check(args, am, hi)
+                why = self._structured_check(args, am, hi, self._windows)
+                if why is not None and self._windows is None and self._accept_windows(args, am, t, hi):
+                    why = None
                 if why is None:
                     self._verified_len = hi
                 else:
@@ -578,7 +625,7 @@ class ReplayGraph:
         every = torch.arange(probe.shape[1])
         with torch.no_grad():
             outs = self._mask_gm(*self._mask_args(args, probe))
-        return mask_probe.check_masks(outs, self._mask_sites, probe, every, every)
+        return mask_probe.check_masks(outs, self._mask_sites, probe, every, every, self._windows)
 
     def _check_mask_with_holes(self, args, am, holes: str) -> str | None:
         """A padding mask with holes is outside what the structured probe stands for: evaluate the model's

@@ -115,3 +115,72 @@ def test_window_without_positions_is_refused():
     q, k, v = make_qkv(tree.n, 2, 2, 8, 8, torch.float32, 2)
     with pytest.raises(RuntimeError, match="window needs positions"):
         tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, None, 4)
+
+
+# ---------------------------------------------------------------- end to end: HF models with small windows
+
+from helpers import AOT, assert_same_step, group_batch, step_loss  # noqa: E402
+from test_detach_prefix import tree_batch  # noqa: E402
+
+import replaycompile  # noqa: E402
+from replaycompile.models import _TINY  # noqa: E402
+
+WINDOW = 4  # smaller than the 9-10 token prompts and crossing every branch point
+
+# family -> (config overrides, attention implementations); each has at least one sliding and one full layer
+# except Mistral (one window for every layer)
+FAMILIES = {
+    "mistral": (dict(sliding_window=WINDOW), ("sdpa", "eager")),
+    # Qwen2: layers from max_window_layers on slide
+    "qwen2": (dict(use_sliding_window=True, sliding_window=WINDOW, max_window_layers=1), ("sdpa",)),
+    # Gemma 2 runs eager attention only (transformers refuses sdpa for it); softcapping off here, see below
+    "gemma2": (dict(sliding_window=WINDOW, query_pre_attn_scalar=16, attn_logit_softcapping=None,
+                    final_logit_softcapping=None), ("eager",)),
+    "gemma3_text": (dict(sliding_window=WINDOW, query_pre_attn_scalar=16,
+                         layer_types=["sliding_attention", "full_attention"]), ("sdpa", "eager")),
+}
+
+
+def hf_model(family, impl, **extra):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = AutoConfig.for_model(family, **{**_TINY, **FAMILIES[family][0], **extra})
+    cfg._attn_implementation = impl
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return AutoModelForCausalLM.from_config(cfg).float()
+
+
+def grads_of(model, loss_fn):
+    for p in model.parameters():
+        p.grad = None
+    loss = loss_fn()
+    loss.backward()
+    return loss.detach(), {k: p.grad.detach().clone() for k, p in model.named_parameters() if p.grad is not None}
+
+
+def eager_and_replay(model, batch):
+    ids, am, adv, p = batch
+    ref = grads_of(model, lambda: step_loss(model, ids, am, adv, p))
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="replay", options=AOT)
+    got = grads_of(model, lambda: step_loss(compiled, ids, am, adv, p))
+    return ref, got, replaycompile.last_stats()
+
+
+BATCHES = {"flat": lambda: group_batch(prompt_len=10, lens=(5, 3, 6, 4)), "two_level": lambda: tree_batch()}
+
+
+# about 20 s each under load: one case runs by default, the rest under -m slow
+CASES = [pytest.param(f, i, b, marks=() if (f, i, b) == ("mistral", "sdpa", "two_level") else pytest.mark.slow)
+         for f, (_, impls) in FAMILIES.items() for i in impls for b in sorted(BATCHES)]
+
+
+@pytest.mark.parametrize("family,impl,batch", CASES)
+def test_family_with_small_window_is_packed_and_exact(family, impl, batch):
+    ids, am, adv, p = b = BATCHES[batch]()
+    assert int(am.sum(1).min()) > WINDOW  # every row is longer than the window
+    ref, got, stats = eager_and_replay(hf_model(family, impl), b)
+    assert stats["applied"] is True, stats["fallback_reason"]
+    assert stats["tokens_computed"] < stats["tokens_in"]
+    assert_same_step(ref, got)
