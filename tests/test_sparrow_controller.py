@@ -351,7 +351,9 @@ def test_controller_recovers_acceptance_when_the_policy_drifts_without_recompili
     low = [(s, pages) for s, pages, rows, _ in seen if any(p5 < 0.86 for _, _, p5 in rows)]
     assert low and low[0][0] >= 1, story  # the drift breaks the budget that held
     assert calm_then_good == 3, f"p5 did not recover within 12 steps:\n{story}"
-    assert max(sched.pages) >= 2 and sched.pages[0] == 1, story  # raised where observed, bucket 0 never seen
+    # the good steps ran on raised pages (1 page alone passes some steps of the drifted policy by luck)
+    assert all(min(pages[1:]) >= 2 for _, pages, _, _ in seen[-3:]), story
+    assert sched.pages[0] == 1, story  # bucket 0 (KV lengths 0-256) is never observed, so never changed
     assert any(d.action == "raise" for d in ctl.decisions) and "(raise; p5" in caplog.text
     assert len(sparrow_graphs) == 1, f"{len(sparrow_graphs)} decode graphs: a new page table recompiled"
     assert "ran without the Sparrow rewrite" not in caplog.text  # every step decoded sparsely
