@@ -183,4 +183,29 @@ def test_family_with_small_window_is_packed_and_exact(family, impl, batch):
     ref, got, stats = eager_and_replay(hf_model(family, impl), b)
     assert stats["applied"] is True, stats["fallback_reason"]
     assert stats["tokens_computed"] < stats["tokens_in"]
+    assert stats["attention"] == "torch"  # the packed tree attention ran (with the windows)
+    assert_same_step(ref, got)
+
+
+def test_each_layer_gets_its_own_window(monkeypatch):
+    """Gemma 3 with layer 0 sliding and layer 1 full: the mask check finds window 4 at the first attention and
+    none at the second (HF builds both masks; each layer reads the one its layer_types names)."""
+    from helpers import instances_of
+
+    from replaycompile.backend import ReplayGraph
+
+    graphs = instances_of(monkeypatch, ReplayGraph)
+    _, _, stats = eager_and_replay(hf_model("gemma3_text", "sdpa"), BATCHES["flat"]())
+    assert stats["applied"] is True
+    (g,) = [g for g in graphs if g._mask_sites]
+    assert g._windows == [WINDOW, 0]
+
+
+@pytest.mark.slow
+def test_gemma2_softcapping_is_exact_but_its_attention_is_not_shared():
+    """With attn_logit_softcapping the eager scores go through tanh, which the analysis's eager attention
+    pattern does not match: the attention runs on the replayed rows (exact, not shared), tree_attention not at
+    all, though the op supports softcap. Recorded here so that matching it later shows up."""
+    ref, got, stats = eager_and_replay(hf_model("gemma2", "eager", attn_logit_softcapping=0.5), BATCHES["flat"]())
+    assert stats["applied"] is True and stats["attention"] is None
     assert_same_step(ref, got)
