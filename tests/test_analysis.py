@@ -178,12 +178,11 @@ def test_graph_level_declines_name_the_node(mixing, words, caplog):
 
 @pytest.mark.parametrize("mixing,pattern", [
     ("prefix_lm", "query 0 sees key 1 after it"),
-    ("sliding", "a sliding window of 3 tokens"),
     ("chunked", "query 4 does not see key 0"),
 ])
 def test_masks_that_are_not_causal_are_declined(mixing, pattern):
-    """Masks are checked numerically against causal-with-padding: a bidirectional prefix, a sliding window
-    that crosses a branch point or chunked attention falls back, the reason says which pattern was found, and
+    """Masks are checked numerically against causal-with-padding: a bidirectional prefix or chunked attention
+    falls back, the reason says which pattern was found, and
     results equal eager."""
     model = TinyLM(mixing)
     ids = shared_ids()
@@ -204,15 +203,26 @@ def test_additive_bias_is_declined():
     torch.testing.assert_close(y, model(ids), rtol=1e-5, atol=1e-5)
 
 
-def test_mistral_sliding_window_crossing_is_declined():
-    """HF Mistral with a sliding window shorter than the rows: not packed, the window is named, exact anyway."""
+def test_sliding_window_mask_is_packed():
+    """A sliding window of 3 tokens crossing the branch point: the window is verified and applied by row
+    position in the packed attention (tests/test_sliding_window.py), so the call packs and equals eager."""
+    model = TinyLM("sliding")
+    ids = shared_ids()
+    y = torch.compile(model, backend="replay", options=AOT)(ids)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["tokens_computed"] < st["tokens_in"], st
+    torch.testing.assert_close(y, model(ids), rtol=1e-5, atol=1e-5)
+
+
+def test_mistral_sliding_window_crossing_is_packed():
+    """HF Mistral with a sliding window shorter than the rows: packed with the window, exact."""
     model = tiny_model("mistral", sliding_window=4)
     ids = shared_ids(vocab=128)
     am = torch.ones_like(ids)
     compiled = torch.compile(model, backend="replay", options=AOT)
     y = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
     st = replaycompile.last_stats()
-    assert not st["applied"] and "a sliding window of 4 tokens" in st["fallback_reason"], st
+    assert st["applied"] and st["tokens_computed"] < st["tokens_in"], st
     torch.testing.assert_close(y, model(input_ids=ids, attention_mask=am, use_cache=False).logits,
                                rtol=1e-5, atol=1e-5)
 
@@ -254,31 +264,33 @@ def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch, re
 
 
 @pytest.mark.slow
-def test_sliding_window_is_found_at_long_virtual_lengths_and_short_batches_still_pack(replay_graphs):
-    """Mistral with a 64-token window: the first batch (T < 64) is causal and packed, and the window is found
-    by the probe at long virtual lengths right away; a batch longer than the window runs unpacked (exact, the
-    reason names the window), a short one after it packs again. A 4096-token window is located from T=18."""
+def test_sliding_window_is_found_at_long_virtual_lengths_and_every_batch_packs(replay_graphs):
+    """Mistral with a 64-token window: the window is found by the probe at long virtual lengths on the first
+    batch (T < 64) and verified per site; batches shorter and longer than the window all pack, exact. A
+    4096-token window is located from T=18."""
     graphs = replay_graphs
     model = tiny_model("mistral", sliding_window=64)
     compiled = torch.compile(model, backend="replay", options=AOT)
-    for prompt_len, packed in ((30, True), (90, False), (40, True)):
+    for prompt_len in (30, 90, 40):
         ids, am, _, _ = group_batch(prompt_len=prompt_len)
         y = compiled(input_ids=ids, attention_mask=am, use_cache=False).logits
         st = replaycompile.last_stats()
-        assert st["applied"] == packed, st
-        if not packed:
-            assert "a sliding window of 64 tokens" in st["fallback_reason"], st
-            assert "sequences up to 64 tokens" in st["fallback_reason"], st
-            assert f"this one has {ids.shape[1]}" in st["fallback_reason"], st
+        assert st["applied"], st
         ref = model(input_ids=ids, attention_mask=am, use_cache=False).logits
         torch.testing.assert_close(y[am.bool()], ref[am.bool()], rtol=1e-5, atol=1e-5)
-    assert graphs[0]._verified_len == 64
+    assert graphs[0]._windows == [64, 64] and graphs[0]._verified_len == mask_probe_long()
     torch._dynamo.reset()
     model = tiny_model("mistral", sliding_window=4096)
     ids, am, _, _ = group_batch()
     torch.compile(model, backend="replay", options=AOT)(input_ids=ids, attention_mask=am, use_cache=False)
     assert replaycompile.last_stats()["applied"]
-    assert graphs[-1]._verified_len == 4096 and "a sliding window of 4096 tokens" in graphs[-1]._length_limit
+    assert graphs[-1]._windows == [4096, 4096]
+
+
+def mask_probe_long() -> int:
+    from replaycompile.passes.mask_probe import LONG_CONTEXT
+
+    return LONG_CONTEXT
 
 
 def test_unstructured_mask_is_verified_in_full_per_shape_and_large_shapes_are_declined(monkeypatch, replay_graphs):
