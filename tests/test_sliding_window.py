@@ -209,3 +209,20 @@ def test_gemma2_softcapping_is_exact_but_its_attention_is_not_shared():
     ref, got, stats = eager_and_replay(hf_model("gemma2", "eager", attn_logit_softcapping=0.5), BATCHES["flat"]())
     assert stats["applied"] is True and stats["attention"] is None
     assert_same_step(ref, got)
+
+
+@pytest.mark.slow
+def test_detach_prefix_with_window_equals_the_detached_eager_step():
+    """detach_prefix: the branch queries read the shared keys with the window applied over the concatenated
+    (shared, branch) columns; the step equals eager's with the shared rows detached."""
+    from test_detach_prefix import detached_step
+
+    model = hf_model("mistral", "sdpa")
+    ids, am, adv, p = tree_batch()
+    ref = grads_of(model, lambda: detached_step(model, ids, am, adv, p))
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="replay", options={**AOT, "mode": "detach_prefix"})
+    got = grads_of(model, lambda: step_loss(compiled, ids, am, adv, p))
+    stats = replaycompile.last_stats()
+    assert stats["applied"] and stats["shared_no_grad"] > 0 and stats["attention"] == "torch", stats
+    assert_same_step(ref, got)
