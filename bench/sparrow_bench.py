@@ -6,14 +6,16 @@
 Model: the hand-set recall model (``replaycompile.retrieval``: Llama-shaped, 8 layers, 2 query / 1 KV heads,
 head_dim 128, fp32); Sparrow keeps layers 0-1 dense and decodes layers 2-7 sparsely.
 
-1. **Calibration**: recall sequences as long as the largest context, with query windows at the end of every
-   2048-token bin; each candidate page count is measured as a fixed budget (teacher-forced alpha against dense
-   decoding), and ``calibrate`` picks the cheapest monotone table whose p5 alpha is >= 0.86 in every bin.
-2. **Acceptance table**: per bin, mean and p5 alpha for the fixed candidate budgets (on the calibration prompts,
-   as calibration measured them), then the calibrated schedule and a fixed budget of the same average cost (which
-   should keep a fine mean and break the p5) on **held-out** prompts (another seed). The verdict "calibrated p5 >=
-   target in every bin" is the held-out measurement, and a bin where calibration found no candidate meeting the
-   target (it runs dense there) counts as a failure.
+1. **Calibration**: recall sequences as long as the largest context, with ``--windows-per-bin`` query windows
+   spread through every 2048-token bin; each candidate page count is measured as a fixed budget (teacher-forced
+   alpha against dense decoding), and ``calibrate`` picks the cheapest monotone table whose lower confidence bound
+   on the p5 alpha (order statistic, ``--confidence``) is >= 0.86 in every bin.
+2. **Acceptance table**: per bin, mean, p5 and its lower bound for the fixed candidate budgets (on the
+   calibration prompts, as calibration measured them), then the calibrated schedule (``Calibration.held_out``)
+   and a fixed budget of the same average cost (which should keep a fine mean and break the p5) on **held-out**
+   prompts (another seed). The verdict "calibrated p5 >= target in every bin" is the held-out measurement, and a
+   bin where calibration found no candidate meeting the target (it runs dense there) counts as a failure. With
+   ``--schedule`` nothing is measured and the verdict says so.
 3. **Throughput**: per context and batch, decode steps interleaved round-robin, medians, tokens/s for
    - dense: a static (preallocated) cache, every layer's attention over the written slots with the GQA group folded
      into the query dimension (``SparrowSchedule.dense(dense_layers=())``, the same compiled step as Sparrow's);
@@ -95,6 +97,7 @@ def throughput(model, ctx: int, batches, variants: dict, steps: int, reps: int) 
 
 CALIBRATED = "calibrated"
 HELD_OUT_SEED = 2  # calibration uses seed 1
+MIN_START = 128  # recall_sequences plants its pairs before the first window
 
 
 def check_acceptance_source(prev: dict, sched: SparrowSchedule, args) -> None:
@@ -119,6 +122,8 @@ def main(argv=None):
     ap.add_argument("--bin", type=int, default=2048)
     ap.add_argument("--window", type=int, default=64)
     ap.add_argument("--cal-batch", type=int, default=2)
+    ap.add_argument("--windows-per-bin", type=int, default=4, help="calibration windows spread through each bin")
+    ap.add_argument("--confidence", type=float, default=0.9, help="of the lower bound on each bin's p5")
     ap.add_argument("--candidates", type=int, nargs="+", default=[0, 2, 4, 8, 16, 32, 64, 128, 256])
     ap.add_argument("--target", type=float, default=0.86)
     ap.add_argument("--steps", type=int, default=4, help="decode steps per timed round")
@@ -131,7 +136,7 @@ def main(argv=None):
     if args.contexts is None:
         args.contexts = [2048, 4096] if args.quick else [4096, 16384, 32768]
     if args.quick:
-        args.bin, args.candidates = 1024, [0, 2, 8, 32, 128]
+        args.bin, args.candidates, args.windows_per_bin = 1024, [0, 2, 8, 32, 128], 2
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     os.makedirs(args.out, exist_ok=True)
     model = retrieval_model(noise=args.noise)
@@ -151,32 +156,41 @@ def main(argv=None):
     else:
         # 1. calibration
         n = max(args.contexts) + args.window
-        wins = calibration_windows(n, args.bin, args.window)
+        wins = calibration_windows(n, args.bin, args.window, args.windows_per_bin, min_start=MIN_START)
         seqs, _ = recall_sequences(args.cal_batch, n - args.window, window=args.window, seed=1, windows=wins)
-        log(f"calibrating on {tuple(seqs.shape)}: {len(wins)} windows x {len(args.candidates)} candidates")
-        cal = calibrate(model, seqs, args.candidates, args.target, bin_tokens=args.bin, window=args.window)
+        # held-out prompts: calibration measures its chosen schedule there (its own prompts would grade it on
+        # the data it was fitted to)
+        held, _ = recall_sequences(args.cal_batch, n - args.window, window=args.window, seed=HELD_OUT_SEED,
+                                   windows=wins)
+        log(f"calibrating on {tuple(seqs.shape)}: {len(wins)} windows x {len(args.candidates)} candidates; "
+            f"held-out prompts (seed {HELD_OUT_SEED}): {tuple(held.shape)}")
+        cal = calibrate(model, seqs, args.candidates, args.target, bin_tokens=args.bin, window=args.window,
+                        windows_per_bin=args.windows_per_bin, min_start=MIN_START, confidence=args.confidence,
+                        holdout=held)
         for line in cal.rows():
             log("calibration: " + line)
         sched = cal.schedule
         log(f"calibrated schedule: pages per {args.bin}-token bucket {list(sched.pages)}; met {cal.met}")
+        for line in cal.held_out_rows():
+            log(line)
+        log(f"held-out p5 >= {args.target} in every bin: {cal.held_out_met()}")
         sched.save(os.path.join(args.out, "sparrow_schedule.json"))
 
-        # 2. acceptance: the calibrated schedule and a fixed budget of the same average cost, measured on
-        # held-out prompts (calibration's own prompts would grade it on the data it was fitted to)
+        # 2. acceptance: beside the calibrated schedule, a fixed budget of the same average cost on the same
+        # held-out prompts
         bins = len(sched.pages)
         avg = round(sum(min(p, (b + 1) * args.bin // 16) for b, p in enumerate(sched.pages)) / bins)
-        check = {CALIBRATED: sched,
-                 f"fixed {avg} (same average cost)": SparrowSchedule.fixed(avg, bucket_tokens=args.bin)}
-        held, _ = recall_sequences(args.cal_batch, n - args.window, window=args.window, seed=HELD_OUT_SEED,
-                                   windows=wins)
-        log(f"held-out prompts (seed {HELD_OUT_SEED}): {tuple(held.shape)}")
-        alphas, pos = measure_windows(model, held, wins, args.window, check, progress=True)
+        same_cost = f"fixed {avg} (same average cost)"
+        alphas, pos = measure_windows(model, held, wins, args.window,
+                                      {same_cost: SparrowSchedule.fixed(avg, bucket_tokens=args.bin)}, progress=True)
         acc_rows = []
         for r in cal.table:
             acc_rows.append(dict(variant=f"fixed {r['pages']}", data="calibration", **r))
-        for name, a in alphas.items():
-            for r in acceptance_summary(a.flatten(), pos.repeat(held.shape[0]), args.bin):
-                acc_rows.append(dict(variant=name, data="held-out", **r))
+        for r in cal.held_out:
+            acc_rows.append(dict(variant=CALIBRATED, data="held-out", **r))
+        for r in acceptance_summary(alphas[same_cost].flatten(), pos.repeat(held.shape[0]), args.bin,
+                                    confidence=args.confidence):
+            acc_rows.append(dict(variant=same_cost, data="held-out", **r))
         res.update(schedule=sched.to_dict(), met=cal.met, acceptance=acc_rows)
 
     # 3. throughput
@@ -209,16 +223,23 @@ def report(res, args, avg) -> str:
         if r["variant"] not in variants:
             variants.append(r["variant"])
     bins = sorted({r["bin_start"] for r in res["acceptance"]})
-    out += ["", f"## Acceptance per {args.bin}-token bin of KV length: p5 (mean) of alpha, teacher-forced recall "
-                f"windows; dense is 1.0 by definition. Fixed candidates: the calibration prompts; calibrated and "
+    out += ["", f"## Acceptance per {args.bin}-token bin of KV length: p5 [its lower bound at confidence "
+                f"{args.confidence}] (mean) of alpha, teacher-forced recall windows; dense is 1.0 by definition. Fixed candidates: the calibration prompts; calibrated and "
                 f"same-cost rows: held-out prompts", "",
             "| variant | " + " | ".join(f"{b / 1024:g}K-{(b + args.bin) / 1024:g}K" for b in bins) + " |",
             "|---|" + "---|" * len(bins)]
+    if not variants:  # --schedule without --acceptance-from: say so rather than print an empty table
+        out += ["| (not measured in this run) |"]
     for v in variants:
         cells = []
         for b in bins:
             r = next((x for x in res["acceptance"] if x["variant"] == v and x["bin_start"] == b), None)
-            cells.append("-" if r is None else f"{r['p5']:.3f} ({r['mean']:.3f})")
+            if r is None:
+                cells.append("-")
+            else:
+                lo = r.get("p5_lower", "n/a")  # n/a: a run before the bound; None: too few tokens for one
+                lo = "undefined" if lo is None else lo if isinstance(lo, str) else f"{lo:.3f}"
+                cells.append(f"{r['p5']:.3f} [>= {lo}] ({r['mean']:.3f})")
         out.append(f"| {v} | " + " | ".join(cells) + " |")
     out += ["", f"calibrated pages per bucket: {res['schedule']['pages']} (+{res['schedule']['sink_pages']} sink, "
                 f"+{res['schedule']['local_pages']} local; layers {res['schedule']['dense_layers']} dense)",
