@@ -80,6 +80,8 @@ def _equals(x, size) -> bool:
 
 
 _SIZE_METHODS = ("expand", "view", "reshape")
+_SCANS = {torch.diff, torch.cumsum, torch.cumprod, "diff", "cumsum", "cumprod", "cummax", "cummin", torch.cummax,
+          torch.cummin}
 
 
 def upstream(nodes) -> set:
@@ -145,6 +147,11 @@ def structured_mask_module(gm: fx.GraphModule, masks: list, seq, batch, attentio
     for n in gm.graph.nodes:
         if n.op == "placeholder" or n not in needed:
             continue
+        if n.target in _SCANS:
+            # a scan along an axis of positions (transformers' packed-sequence detection without an attention
+            # mask: diff of the position ids, then cumsum) sees gaps between the chosen positions that the
+            # real arange does not have: only the full evaluation is right
+            return None
         if _equals(n, seq):
             return None  # T computed inside the mask subgraph (from a size call): follow it no further
         if n.op == "call_function" and n.target is torch.arange and len(n.args) == 1 and \
