@@ -730,7 +730,7 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         reason = inherited or f"{_node_desc(n)}: {why}"
         if any(_routing_value(x, a) for x in packed_ins):
             # a slot or sorted-row axis, or the batch's expert counts, has no [B, T] layout to replay to
-            raise Decline(reason)
+            raise Decline(_aux_loss_reason(n) or reason)
         a.boundaries[n] = reason
         first_boundary[n] = reason
     if a.seeded and not any(k == "packed" and n not in a.seeded for n, k in kind.items()):
@@ -1028,6 +1028,15 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     if n.op == "call_function" and n.target is operator.setitem and n.args[2] in a.inverse_aranges:
         return ()
     return None
+
+
+def _aux_loss_reason(n: fx.Node) -> str | None:
+    """HF's load-balancing loss counts each expert's share of the batch's tokens: named, with what to do."""
+    if "load_balancing_loss_func" not in (n.meta.get("stack_trace") or ""):
+        return None
+    return (f"the router's load-balancing loss (`load_balancing_loss_func`, {_node_desc(n)}) counts each "
+            f"expert's share of the batch's tokens, and a packed batch holds each shared token once; call the model "
+            f"with output_router_logits=False (the default) inside the compiled step")
 
 
 def _routing_value(x: fx.Node, a: GraphAnalysis) -> bool:

@@ -64,11 +64,10 @@ def test_moe_two_level_tree_is_exact(family, impl):
     assert_same_step(ref, got)
 
 
-def test_moe_aux_loss_is_exact():
-    """output_router_logits=True: the load-balancing loss averages over the batch's tokens, so it reads the
-    router logits of every (row, position), which the packed graph replays from the unique tokens (each
-    shared token counted once per row that holds it, as eager counts it); padding is masked out by the loss.
-    The step's loss, aux loss included, and every gradient equal eager's."""
+def test_moe_aux_loss_is_declined_naming_it():
+    """output_router_logits=True: the load-balancing loss counts each expert's share of the batch's tokens
+    (scatter_add_ over the [B*T*k] slots), which a packed batch holds each shared token of once. Declined,
+    the reason names the aux loss and what to do; loss and every gradient equal eager's."""
     model = tiny_model("qwen3_moe", output_router_logits=True)
     ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
 
@@ -77,11 +76,11 @@ def test_moe_aux_loss_is_exact():
         return grpo_loss(out.logits, ids, am, adv, p) + out.aux_loss
 
     ref = run(step, model, ids, am, adv, p)
-    assert ref[0].abs() > 0.1  # the aux term (about num_experts * top_k / num_experts) is in the loss
     got = run(torch.compile(step, backend="replay", options=AOT), model, ids, am, adv, p)
     st = replaycompile.last_stats()
-    packed = [g for g in st["graphs"] if g["applied"]]
-    assert packed and all(g["tokens_computed"] < g["tokens_in"] for g in packed), st
+    assert not st["applied"], st
+    assert "load_balancing_loss_func" in st["fallback_reason"] and "output_router_logits=False" in \
+        st["fallback_reason"], st["fallback_reason"]
     assert_same_step(ref, got)
 
 
@@ -216,7 +215,8 @@ def test_gpt_oss_routing_is_not_what_declines():
     st = replaycompile.last_stats()
     reason = (st["fallback_reason"] or "").lower()
     assert not any(w in reason for w in ("expert", "sort", "histc", "grouped", "router", "topk", "slot")), reason
-    assert st["applied"] or "sink" in reason or "attention" in reason or "cat" in reason, st
+    # declined at its sink attention's QK^T, which the eager attention pattern does not take (yet)
+    assert st["applied"] or "matmul" in reason, st
     assert_same_step(ref, got)
 
 
