@@ -187,6 +187,7 @@ def test_toy_moe_batch_level_routing_is_declined(variant, words):
     torch.testing.assert_close(got, model(ids), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # three shapes, two compiles of a 2-layer MoE step: ~110 s on the shared 2-core CPU
 def test_moe_recompiles_over_batches_of_different_shapes():
     """Three batches of different shapes through one compiled Qwen3-MoE step: the grouped_mm experts have no
     data-dependent shapes, so a step is one graph; the second shape recompiles once with dynamic shapes and
