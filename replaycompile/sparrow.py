@@ -11,11 +11,13 @@ This module is the public namespace only; each piece lives in a module of its ow
     acceptance.py   the acceptance metric, its per-bin summary, AcceptanceMonitor (tensors in, numbers out)
     losses.py       tis_policy_loss (log-probs in, a loss out)
     calibration.py  measure_windows / calibrate: decode sessions (rollout.py) -> acceptance -> a schedule
+    controller.py   ScheduleController: the monitor's per-bin p5 while training -> the schedule's pages
 """
 
 from __future__ import annotations
 
-from .acceptance import AcceptanceMonitor, acceptance, acceptance_summary, acceptance_topk
+from .acceptance import (AcceptanceMonitor, acceptance, acceptance_summary, acceptance_topk, order_statistic_rank,
+                         quantile_lower_bound)
 from .calibration import (Calibration, calibrate, calibration_windows, choose_pages, measure_acceptance,
                           measure_windows)
 from .controller import ScheduleController, ScheduleDecision
@@ -25,5 +27,5 @@ from .schedule import MAX_BUCKETS, SparrowSchedule  # noqa: F401 - MAX_BUCKETS w
 __all__ = ["SparrowSchedule", "acceptance", "acceptance_topk", "acceptance_summary", "tis_policy_loss",
            "measure_windows", "measure_acceptance", "calibrate", "choose_pages", "calibration_windows",
            "Calibration",
-           "AcceptanceMonitor",
+           "AcceptanceMonitor", "order_statistic_rank", "quantile_lower_bound",
            "ScheduleController", "ScheduleDecision"]
