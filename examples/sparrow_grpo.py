@@ -100,16 +100,20 @@ def run(args) -> dict:
     torch.manual_seed(args.seed)
     model = weakened_recall_model(args.readout)
     model.train()
-    n_bins = (max(args.contexts) + args.new_tokens) // args.bin_tokens + 1
+    n_bins = (max(args.contexts) + args.new_tokens) // args.bin_tokens + 1  # the bins the rollouts reach
 
     # the starting schedule: calibrated on recall sequences the run never trains on, or fixed
     if args.calibrate:
-        cal_seqs, _ = recall_sequences(2, max(args.contexts), window=64, seed=10_000 + args.seed)
+        # every bin the rollouts reach, 2 windows of 32 tokens per bin in 2 rows (128 tokens: enough for the p5's
+        # lower bound at 0.9), and a third row held out
+        cal_seqs, _ = recall_sequences(3, n_bins * args.bin_tokens - 64, window=64, seed=10_000 + args.seed)
         cal = sparrow.calibrate(model, cal_seqs, args.candidates, args.target, bin_tokens=args.bin_tokens,
-                                window=32, schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens),
-                                progress=False)
+                                window=32, windows_per_bin=2,
+                                schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens),
+                                holdout=1 / 3, progress=False)
         schedule = cal.schedule
-        log.info("calibrated schedule: pages %s per %d-token bin", list(schedule.pages), args.bin_tokens)
+        log.info("calibrated schedule: pages %s per %d-token bin; held out:\n  %s", list(schedule.pages),
+                 args.bin_tokens, "\n  ".join(cal.held_out_rows()))
     else:
         schedule = sparrow.SparrowSchedule(pages=(args.start_pages,), bucket_tokens=args.bin_tokens)
     monitor = sparrow.AcceptanceMonitor(target=args.target, bin_tokens=args.bin_tokens)
