@@ -106,9 +106,12 @@ def run(args) -> dict:
     if args.calibrate:
         # every bin the rollouts reach, 2 windows of 32 tokens per bin in 2 rows (128 tokens: enough for the p5's
         # lower bound at 0.9), and a third row held out
-        cal_seqs, _ = recall_sequences(3, n_bins * args.bin_tokens - 64, window=64, seed=10_000 + args.seed)
+        # (queries planted in every window calibrate measures: a window of fillers alone measures nothing)
+        n, first = n_bins * args.bin_tokens, 4 * 24 + 32  # recall_sequences plants 24 pairs before its windows
+        wins = sparrow.calibration_windows(n, args.bin_tokens, 32, per_bin=2, min_start=first)
+        cal_seqs, _ = recall_sequences(3, n - 32, window=32, windows=wins, seed=10_000 + args.seed)
         cal = sparrow.calibrate(model, cal_seqs, args.candidates, args.target, bin_tokens=args.bin_tokens,
-                                window=32, windows_per_bin=2,
+                                window=32, windows_per_bin=2, min_start=first,
                                 schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens),
                                 holdout=1 / 3, progress=False)
         schedule = cal.schedule
