@@ -214,6 +214,7 @@ def test_sliding_window_mask_is_packed():
     torch.testing.assert_close(y, model(ids), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # over 15 s on 2 cores
 def test_mistral_sliding_window_crossing_is_packed():
     """HF Mistral with a sliding window shorter than the rows: packed with the window, exact."""
     model = tiny_model("mistral", sliding_window=4)
@@ -293,6 +294,7 @@ def mask_probe_long() -> int:
     return LONG_CONTEXT
 
 
+@pytest.mark.slow  # over 15 s on 2 cores
 def test_unstructured_mask_is_verified_in_full_per_shape_and_large_shapes_are_declined(monkeypatch, replay_graphs):
     """A mask built with ones(T, T).tril(): verified by a full evaluation once per input shape; past the size
     limit the graph is declined rather than allocate B x T x T."""
@@ -319,6 +321,7 @@ def test_unstructured_mask_is_verified_in_full_per_shape_and_large_shapes_are_de
     torch.testing.assert_close(y[valid], model(ids3, am3)[valid], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # over 15 s on 2 cores
 def test_attention_mask_values_and_holes_are_checked_every_call():
     """Each call's attention_mask: a value other than 0/1 runs unpacked and names the entry; padding between
     real tokens is verified on that mask in full (HF's mask handles it: packed and exact); a row of padding

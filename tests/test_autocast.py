@@ -276,11 +276,12 @@ def check_autocast_step(monkeypatch, family, impl, where, dtype, options, lm_chu
     return err, floor_grad
 
 
+SLOW = pytest.mark.slow  # ~30 s each on 2 cores: bf16 stays in the default run through the llama cases
 CASES = [
     # family, attention implementation, where the autocast region is, dtype, lm_head, attention
-    ("qwen3", "sdpa", "around", torch.bfloat16, "plain", "torch"),
-    ("qwen3", "sdpa", "inside", torch.bfloat16, "chunked", "torch"),
-    ("qwen3", "sdpa", "forward", torch.bfloat16, "chunked", "torch"),
+    pytest.param("qwen3", "sdpa", "around", torch.bfloat16, "plain", "torch", marks=SLOW),
+    pytest.param("qwen3", "sdpa", "inside", torch.bfloat16, "chunked", "torch", marks=SLOW),
+    pytest.param("qwen3", "sdpa", "forward", torch.bfloat16, "chunked", "torch", marks=SLOW),
     ("llama", "sdpa", "around", torch.float16, "chunked", "torch"),
     ("llama", "eager", "forward", torch.bfloat16, "plain", "torch"),
     ("qwen3", "sdpa", "inside", torch.float16, "plain", "torch"),
@@ -289,7 +290,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("family,impl,where,dtype,lm_head,attention", CASES,
-                         ids=[f"{c[0]}-{c[1]}-{c[2]}-{str(c[3])[6:]}-{c[4]}-{c[5]}" for c in CASES])
+                         ids=[f"{c[0]}-{c[1]}-{c[2]}-{str(c[3])[6:]}-{c[4]}-{c[5]}"
+                              for c in (getattr(c, "values", c) for c in CASES)])
 def test_autocast_step_is_packed_and_within_eager_noise(monkeypatch, family, impl, where, dtype, lm_head,
                                                         attention):
     """fp32 weights, bf16 / fp16 autocast around the compiled step, inside it, or around the model's forward

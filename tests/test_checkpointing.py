@@ -112,6 +112,7 @@ def test_packed_step_still_recomputes():
     assert saved[True] < saved[False] / 2, saved
 
 
+@pytest.mark.slow  # over 15 s on 2 cores
 def test_checkpointed_steps_of_changing_shapes_stay_packed():
     """RL batches change length every step, so the second step runs the dynamic-shape graph, whose checkpoint
     regions call ``.size()`` on packed values: still packed and exact."""

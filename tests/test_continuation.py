@@ -3,6 +3,7 @@ enter a compiled graph from eager code (``inputs_embeds``)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from helpers import AOT, assert_same_step, group_batch, grpo_loss, run, step_loss, unique_prefix_tokens
 
@@ -15,6 +16,7 @@ def _break_before(layer):
     return layer.register_forward_pre_hook(lambda m, a: torch._dynamo.graph_break())
 
 
+@pytest.mark.slow  # over 15 s on 2 cores
 def test_graph_break_between_layers_continues_packing():
     """A break inside the layer loop makes every layer a graph of its own (as FSDP2's hooks do), and the
     embedding runs outside any graph: the first layer's plan comes from its input's content, the later graphs

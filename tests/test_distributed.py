@@ -94,6 +94,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.parametrize("wrap", ["ddp", "fsdp2"])
+@pytest.mark.slow  # over 15 s on 2 cores
 def test_two_ranks_pack_every_graph_and_match_eager(wrap, tmp_path):
     out = str(tmp_path / "grads.safetensors")
     mp.spawn(_worker, args=(_free_port(), wrap, out), nprocs=WORLD, join=True)

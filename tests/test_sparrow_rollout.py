@@ -181,6 +181,7 @@ def test_the_rewrite_says_what_it_cannot_tell():
     assert not e.value.decode_shaped
 
 
+@pytest.mark.slow  # over 15 s on 2 cores
 def test_user_compiled_decode_step_with_the_default_inductor_inner(sparrow_graphs):
     """The README's own decode step: ``torch.compile(model, backend="replay", options={"schedule": s})`` with
     the default inner (inductor) and the default dense layers (0, 1). It must give the sparse step's logits

@@ -216,6 +216,7 @@ def test_peft_lora_steps_equal_trl():
     assert all(s["applied"] and s["tokens_computed"] < s["tokens_in"] for s in got[0].replay_stats)
 
 
+@pytest.mark.slow  # over 15 s on 2 cores
 def test_bf16_steps_are_packed_and_within_bf16_rounding_of_trl():
     """``bf16=True`` (accelerate's bf16 autocast around the fp32 model, as TRL users train): the training forward is
     packed, and the logged loss and each step's gradients stay within bf16 rounding of TRL's own bf16 run (the
