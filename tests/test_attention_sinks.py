@@ -1,0 +1,111 @@
+"""Attention sinks (GPT-OSS) shared exactly.
+
+The op: ``tree_attention`` with ``sinks`` [Hq] adds one logit per head to every query's softmax and drops its
+column, checked against the dense reference (values, lse and the gradients of q, k, v and the sinks) with and
+without windows and softcapping, and with fewer queries than keys. End to end: a tiny GPT-OSS (sliding and full
+layers, sinks, top-k routed experts) is packed, its attention runs as the tree attention, and the loss and every
+gradient equal eager's.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replaycompile.kernels.tree_attention import tree_attention
+from replaycompile.kernels.tree_attention_reference import tree_attention_reference
+from test_sliding_window import TWO_LEVEL, depths
+from trees import build_tree, make_qkv, random_segs
+
+TORCH_PATH = ([], 0, 0)
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def make_sinks(hq, seed, spread=2.0):
+    return torch.randn(hq, generator=torch.Generator().manual_seed(seed + 7)) * spread
+
+
+def check_sinks(tree, sinks, window=0, softcap=0.0, hq=4, hkv=2, d=8, dv=None, seed=0):
+    dv = d if dv is None else dv
+    scale = 1.0 / math.sqrt(d)
+    pos = depths(tree)
+    q, k, v = make_qkv(tree.n, hq, hkv, d, dv, torch.float32, seed)
+    ins64 = [x.detach().double().requires_grad_() for x in (q, k, v, sinks)]
+    ref, ref_lse = tree_attention_reference(*ins64[:3], tree.subtree_end, scale, pos, window, softcap, ins64[3])
+    ins = [x.detach().clone().requires_grad_() for x in (q, k, v, sinks)]
+    out, lse = tree_attention(*ins[:3], *tree.meta(), scale, *TORCH_PATH, pos, window, softcap, ins[3])
+    torch.testing.assert_close(out.double(), ref, **TOL)
+    torch.testing.assert_close(lse.double(), ref_lse.double(), **TOL)
+    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed + 1))
+    got = torch.autograd.grad(out, ins, go)
+    want = torch.autograd.grad(ref, ins64, go.double())
+    for name, a, b in zip(("q", "k", "v", "sinks"), got, want):
+        torch.testing.assert_close(a.double(), b, **TOL, msg=lambda m: f"d{name}: {m}")
+    return out
+
+
+@pytest.mark.parametrize("window,softcap", [(0, 0.0), (5, 0.0), (0, 2.0), (13, 2.0)])
+@pytest.mark.parametrize("dv", [8, 6])   # 8: the CPU flash paths; 6: the math paths
+def test_sinks_against_reference(window, softcap, dv):
+    check_sinks(build_tree(TWO_LEVEL), make_sinks(4, 0), window, softcap, dv=dv)
+
+
+def test_a_sink_takes_probability_from_every_key():
+    """A very large sink takes (nearly) all the probability: the output goes to zero; a very small one leaves
+    the attention as it was."""
+    tree = build_tree(TWO_LEVEL)
+    q, k, v = make_qkv(tree.n, 2, 2, 8, 8, torch.float32, 3)
+    plain, plain_lse = tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH)
+    low, _ = tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, None, 0, 0.0, torch.full((2,), -60.0))
+    high, high_lse = tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, None, 0, 0.0, torch.full((2,), 60.0))
+    torch.testing.assert_close(low, plain, rtol=1e-6, atol=1e-6)
+    assert high.abs().max() < 1e-15 * plain.abs().max() + 1e-20
+    torch.testing.assert_close(high_lse, torch.full_like(high_lse, 60.0))
+    assert bool((plain_lse < 60).all())
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), window=st.sampled_from([0, 1, 3, 8]), softcap=st.sampled_from([0.0, 1.5]))
+def test_random_trees_with_sinks_against_reference(seed, window, softcap):
+    rng = random.Random(seed)
+    tree = build_tree(random_segs(rng, rng.randint(1, 2), rng.randint(1, 4), 9), rng, split_prob=0.3)
+    check_sinks(tree, make_sinks(2, seed), window, softcap, hq=2, hkv=1, seed=seed)
+
+
+def test_fewer_queries_than_keys_with_sinks():
+    """detach_prefix's branch call: the queries are the last keys' tokens; the sinks apply per query as well."""
+    tree = build_tree(TWO_LEVEL)
+    q, k, v = make_qkv(tree.n, 4, 2, 8, 8, torch.float32, 4)
+    sinks = make_sinks(4, 4)
+    full, _ = tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, None, 0, 0.0, sinks)
+    n_q = tree.n - 12  # every token after the 12-token prompt (its root segment)
+    seg_q, ptr, kv = tree.meta()[1:]
+    assert int(seg_q[0, 1]) == 12
+    seg_q_r = seg_q[1:] - 12
+    kv_r = kv[int(ptr[1]):]
+    ptr_r = ptr[1:] - ptr[1]
+    part, _ = tree_attention(q[:, :, 12:], k, v, torch.empty(0, dtype=torch.int64), seg_q_r, ptr_r, kv_r, 0.3,
+                             *TORCH_PATH, None, 0, 0.0, sinks)
+    assert part.shape[2] == n_q
+    torch.testing.assert_close(part, full[:, :, 12:], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("window,softcap", [(0, 0.0), (5, 3.0)])
+def test_opcheck_with_sinks(window, softcap):
+    tree = build_tree(TWO_LEVEL)
+    q, k, v = make_qkv(tree.n, 4, 2, 8, 8, torch.float32, 2)
+    args = (q.requires_grad_(), k.requires_grad_(), v.requires_grad_(), *tree.meta(), 0.35, *TORCH_PATH,
+            depths(tree), window, softcap, make_sinks(4, 2).requires_grad_())
+    torch.library.opcheck(torch.ops.replaycompile.tree_attention.default, args)
+
+
+def test_bad_sinks_shape_is_refused():
+    tree = build_tree(TWO_LEVEL)
+    q, k, v = make_qkv(tree.n, 4, 2, 8, 8, torch.float32, 2)
+    with pytest.raises(RuntimeError, match="sinks must be"):
+        tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, None, 0, 0.0, torch.zeros(2))
