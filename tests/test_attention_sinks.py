@@ -109,3 +109,64 @@ def test_bad_sinks_shape_is_refused():
     q, k, v = make_qkv(tree.n, 4, 2, 8, 8, torch.float32, 2)
     with pytest.raises(RuntimeError, match="sinks must be"):
         tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, None, 0, 0.0, torch.zeros(2))
+
+
+# ---------------------------------------------------------------- end to end: a tiny GPT-OSS
+
+from helpers import assert_same_step, instances_of  # noqa: E402
+from test_analysis import capture  # noqa: E402
+from test_sliding_window import BATCHES, WINDOW, eager_and_replay  # noqa: E402
+
+from replaycompile.models import tiny_model  # noqa: E402
+from replaycompile.passes.analysis import analyze  # noqa: E402
+
+TREE_ATTENTION = torch.ops.replaycompile.tree_attention.default
+
+
+def gpt_oss():
+    """Layer 0 sliding (window 4, smaller than the prompts), layer 1 full; both with sinks, drawn wide enough
+    (N(0, 1)) that a wrong sink shows in the loss."""
+    model = tiny_model("gpt_oss", "eager", sliding_window=WINDOW,
+                       layer_types=["sliding_attention", "full_attention"]).float()
+    with torch.no_grad(), torch.random.fork_rng():
+        torch.manual_seed(1)
+        for layer in model.model.layers:
+            layer.self_attn.sinks.normal_()
+    return model
+
+
+def rewritten_calls(graph):
+    """The tree-attention calls of a ReplayGraph's packed graph, as (args) tuples."""
+    return [n.args for n in graph.packed.gm.graph.nodes if n.op == "call_function" and n.target is TREE_ATTENTION]
+
+
+def test_gpt_oss_sink_attention_is_an_attention_site():
+    """The analysis takes HF GPT-OSS's eager attention (cat of the sink column, max subtracted, softmax, the
+    column sliced off) as one site per layer with the layer's sinks parameter, and nothing declines the graph
+    (the top-k routing with its per-expert biases included)."""
+    model = gpt_oss()
+    ids, am, _, _ = BATCHES["flat"]()
+    (gm,) = capture(lambda i, m: model(input_ids=i, attention_mask=m, use_cache=False).logits, ids, am)
+    a = analyze(gm)
+    assert a.reason is None, a.reason
+    assert len(a.attention) == 2
+    assert all(s.sinks is not None and "sinks" in s.sinks.name and s.softcap == 0 for s in a.attention)
+    assert len({s.sinks for s in a.attention}) == 2  # each layer's own
+
+
+@pytest.mark.slow  # about 30 s each under load
+@pytest.mark.parametrize("batch", sorted(BATCHES))
+def test_gpt_oss_is_packed_and_exact(batch, monkeypatch):
+    from replaycompile.backend import ReplayGraph
+
+    graphs = instances_of(monkeypatch, ReplayGraph)
+    ref, got, stats = eager_and_replay(gpt_oss(), BATCHES[batch]())
+    assert stats["applied"] is True, stats["fallback_reason"]
+    assert stats["tokens_computed"] < stats["tokens_in"]
+    assert stats["attention"] == "torch"
+    (g,) = [g for g in graphs if g.packed is not None]
+    calls = rewritten_calls(g)
+    assert len(calls) == 2 and all(len(c) == 15 and c[14] is not None for c in calls)  # both sites, with sinks
+    assert g._windows == [WINDOW, 0]  # the sliding layer keeps its window, by row distance
+    assert "model.layers.0.self_attn.sinks" in got[1]
+    assert_same_step(ref, got)
