@@ -95,6 +95,30 @@ def test_fewer_queries_than_keys_with_sinks():
     torch.testing.assert_close(part, full[:, :, 12:], rtol=1e-6, atol=1e-6)
 
 
+def test_sinks_on_the_triton_path():
+    """With a block layout the Triton kernels run (the interpreter, on CPU) and the sinks rescale their result
+    as the PyTorch path's: values and every gradient equal the reference."""
+    from test_block_sparse import _tree_layout
+
+    from replaycompile.kernels import tree_attention as ta
+
+    tree = build_tree([(-1, 0, 20), (0, 19, 9), (0, 19, 4)])
+    q, k, v = make_qkv(tree.n, 4, 2, 16, 16, torch.float32, 3)
+    sinks = make_sinks(4, 3)
+    ins64 = [x.detach().double().requires_grad_() for x in (q, k, v, sinks)]
+    ref, _ = tree_attention_reference(*ins64[:3], tree.subtree_end, 0.25, sinks=ins64[3])
+    ins = [x.detach().clone().requires_grad_() for x in (q, k, v, sinks)]
+    before = ta.calls_by_path()
+    out, _ = tree_attention(*ins[:3], *tree.meta(), 0.25, _tree_layout(tree.subtree_end).tensors(), 16, 16,
+                            None, 0, 0.0, ins[3])
+    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(4))
+    got = torch.autograd.grad(out, ins, go)
+    assert ta.ran_since(before) == "triton" and ta.ran_since(before, "backward") == "triton"
+    torch.testing.assert_close(out.double(), ref, rtol=2e-5, atol=2e-5)
+    for name, a, b in zip(("q", "k", "v", "sinks"), got, torch.autograd.grad(ref, ins64, go.double())):
+        torch.testing.assert_close(a.double(), b, rtol=2e-5, atol=2e-5, msg=lambda m: f"d{name}: {m}")
+
+
 @pytest.mark.parametrize("window,softcap", [(0, 0.0), (5, 3.0)])
 def test_opcheck_with_sinks(window, softcap):
     tree = build_tree(TWO_LEVEL)
