@@ -194,3 +194,25 @@ def test_gpt_oss_is_packed_and_exact(batch, monkeypatch):
     assert g._windows == [WINDOW, 0]  # the sliding layer keeps its window, by row distance
     assert "model.layers.0.self_attn.sinks" in got[1]
     assert_same_step(ref, got)
+
+
+@pytest.mark.slow  # about 45 s under load
+def test_gpt_oss_detach_prefix_equals_the_detached_eager_step():
+    """detach_prefix: the shared stream reads the sinks detached, the branch stream with autograd (its queries
+    see the shared keys, the window over the concatenated columns); the step equals eager's with the shared rows
+    detached."""
+    from test_detach_prefix import detached_step, tree_batch
+    from test_sliding_window import grads_of
+
+    import replaycompile
+    from helpers import AOT, step_loss
+
+    model = gpt_oss()
+    ids, am, adv, p = tree_batch()
+    ref = grads_of(model, lambda: detached_step(model, ids, am, adv, p))
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="replay", options={**AOT, "mode": "detach_prefix"})
+    got = grads_of(model, lambda: step_loss(compiled, ids, am, adv, p))
+    stats = replaycompile.last_stats()
+    assert stats["applied"] and stats["shared_no_grad"] > 0 and stats["attention"] == "torch", stats
+    assert_same_step(ref, got)
