@@ -271,6 +271,8 @@ def _sink_column(probs: fx.Node, internal: set):
             and _is_last_dim(combined, _dim_arg(combined, 1, 0)) and len(combined.args[0]) == 2):
         return None
     scores, col = combined.args[0]
+    if not (isinstance(col, fx.Node) and _shape(col) is not None and same_size(_shape(col)[-1], 1)):
+        return None  # one column, the one the slice drops
     part.add(combined)
     while isinstance(col, fx.Node) and op_name(col) in _EXPAND_NAMES | _VIEW_NAMES and col.op == "call_method" \
             and len(col.users) == 1:
@@ -278,7 +280,7 @@ def _sink_column(probs: fx.Node, internal: set):
         col = col.args[0]
     hq = _shape(scores)[1] if _shape(scores) and len(_shape(scores)) == 4 else None
     if not (isinstance(col, fx.Node) and _shape(col) is not None and len(_shape(col)) == 1 and hq is not None
-            and same_size(_shape(col)[0], hq) and _shape(combined)[-1] is not None):
+            and same_size(_shape(col)[0], hq)):
         return None
     internal |= part
     return col, scores

@@ -216,3 +216,48 @@ def test_gpt_oss_detach_prefix_equals_the_detached_eager_step():
     stats = replaycompile.last_stats()
     assert stats["applied"] and stats["shared_no_grad"] > 0 and stats["attention"] == "torch", stats
     assert_same_step(ref, got)
+
+
+class SinkAttention(torch.nn.Module):
+    """One eager attention with a sink column, as GPT-OSS writes it (``variant="gpt_oss"``), or with a change
+    that makes it something else: the sink prepended and the first column dropped (a sink too, but not the
+    form HF writes, which is all the pattern takes), or a max over the queries subtracted (not constant along
+    the softmax's axis: the probabilities change)."""
+
+    def __init__(self, variant, vocab=32, dim=16, heads=2):
+        super().__init__()
+        self.variant, self.heads = variant, heads
+        self.emb = torch.nn.Embedding(vocab, dim)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.sinks = torch.nn.Parameter(torch.randn(heads))
+        self.head = torch.nn.Linear(dim, vocab)
+
+    def forward(self, ids):
+        b, t = ids.shape
+        x = self.emb(ids)
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        i = torch.arange(t)
+        mask = torch.zeros(t, t).masked_fill(i[None, :] > i[:, None], float("-inf"))
+        s = torch.matmul(q, k.transpose(2, 3)) * 0.5 + mask
+        sinks = self.sinks.reshape(1, -1, 1, 1).expand(b, -1, t, 1)
+        c = torch.cat([sinks, s] if self.variant == "first" else [s, sinks], dim=-1)
+        c = c - c.max(dim=-2 if self.variant == "max_over_queries" else -1, keepdim=True).values
+        p = torch.softmax(c, dim=-1)
+        p = p[..., 1:] if self.variant == "first" else p[..., :-1]
+        y = torch.matmul(p, v).transpose(1, 2).reshape(b, t, -1)
+        return self.head(x + y)
+
+
+@pytest.mark.parametrize("variant", ["gpt_oss", "first", "max_over_queries"])
+def test_only_the_sink_pattern_is_a_sink_site(variant):
+    """Anything else is no attention site: its QK^T matmul mixes tokens, so the scores leave the packed region
+    there and the attention runs on the replayed rows (exact, not shared)."""
+    model = SinkAttention(variant)
+    ids = torch.randint(0, 32, (3, 8), generator=torch.Generator().manual_seed(0))
+    (gm,) = capture(model, ids)
+    a = analyze(gm)
+    if variant == "gpt_oss":
+        assert a.reason is None and len(a.attention) == 1 and a.attention[0].sinks.name.endswith("sinks_")
+    else:
+        assert not a.attention
+        assert any("matmul" in why and "token mixing" in why for why in a.boundaries.values()), a.boundaries
