@@ -26,8 +26,10 @@ of ``block_sparse_attention.py`` instead (on CUDA; in the Triton interpreter for
 rule evaluated from ``subtree_end`` inside partial blocks.
 
 ``replaycompile::tree_attention`` returns (out, lse). Gradients flow to q, k
-and v through ``replaycompile::tree_attention_backward``; lse is marked
-non-differentiable (it is exported for diagnostics / merging, not for losses).
+and v through ``replaycompile::tree_attention_backward`` (and to the optional
+per-head attention ``sinks``, by a closed form in the autograd glue); lse is
+marked non-differentiable (it is exported for diagnostics / merging, not for
+losses).
 
 Both ops count which implementation actually ran (``calls_by_path``, ``ran_since``): a layout asks for the
 Triton kernels, but unsupported inputs run the PyTorch path, so stats and benchmarks read the counters, not
