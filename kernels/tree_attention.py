@@ -26,8 +26,10 @@ of ``block_sparse_attention.py`` instead (on CUDA; in the Triton interpreter for
 rule evaluated from ``subtree_end`` inside partial blocks.
 
 ``replaycompile::tree_attention`` returns (out, lse). Gradients flow to q, k
-and v through ``replaycompile::tree_attention_backward``; lse is marked
-non-differentiable (it is exported for diagnostics / merging, not for losses).
+and v through ``replaycompile::tree_attention_backward`` (and to the optional
+per-head attention ``sinks``, by a closed form in the autograd glue); lse is
+marked non-differentiable (it is exported for diagnostics / merging, not for
+losses).
 
 Both ops count which implementation actually ran (``calls_by_path``, ``ran_since``): a layout asks for the
 Triton kernels, but unsupported inputs run the PyTorch path, so stats and benchmarks read the counters, not
@@ -453,6 +455,7 @@ def tree_attention(
     positions: Tensor | None = None,
     window: int = 0,
     softcap: float = 0.0,
+    sinks: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Tree attention over a DFS-packed prefix tree.
 
@@ -470,9 +473,50 @@ def tree_attention(
     ``window`` W > 0: key k is visible to query q only if ``positions[k] >= positions[q] - W + 1``, with
     ``positions`` [Nk] each key token's column in its row (queries: the last Nq). ``softcap`` c > 0: scores are
     ``c * tanh(s / c)``. Either runs the PyTorch path (CPU flash with a per-chunk mask; math for softcapping).
+
+    ``sinks`` [Hq] (GPT-OSS's attention sinks): query head h's softmax has one more logit, ``sinks[h]``, seen by
+    every query and dropped after the softmax (its value is zero); lse then includes it. Any path above runs
+    and its result is rescaled (``_apply_sinks``); the gradient reaches ``sinks`` too.
     """
     _check_inputs(q, k, v, subtree_end, seg_q)
     _check_window(k, positions, window, softcap)
+    _check_sinks(q, sinks)
+    out, lse = _attend(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k,
+                       positions, window, softcap)
+    return _apply_sinks(out, lse, sinks) if sinks is not None else (out, lse)
+
+
+def _apply_sinks(out: Tensor, lse: Tensor, sinks: Tensor) -> tuple[Tensor, Tensor]:
+    """(out, lse) of attention whose softmax also holds a sink logit per head, from (out, lse) without it.
+
+    With the sink the denominator grows from exp(lse) to exp(lse) + exp(s): every probability, hence out, is
+    scaled by exp(lse - lse') = sigmoid(lse - s), lse' = logaddexp(lse, s). The pair (out', lse') is what the
+    backward needs as it is: the probabilities exp(score - lse') and the row term sum(grad * out') of the
+    standard backward are those of the softmax with the sink, so dq, dk, dv come from the unchanged backward
+    op, and the sink's gradient is that of its own column (``_sinks_grad``)."""
+    s = sinks.to(lse.dtype)[None, :, None]
+    lse_all = torch.logaddexp(lse, s)
+    w = torch.exp(lse - lse_all)[..., None]
+    cdt = torch.promote_types(out.dtype, torch.float32)
+    return (out.to(cdt) * w.to(cdt)).to(out.dtype), lse_all
+
+
+def _sinks_grad(grad_out: Tensor, out: Tensor, lse: Tensor, sinks: Tensor) -> Tensor:
+    """d loss / d sinks [Hq]: the sink column's probability is p = exp(s - lse') and its value zero, so its
+    score's gradient is p * (0 - sum(grad * out')) (the softmax backward), summed over the queries."""
+    cdt = torch.promote_types(out.dtype, torch.float32)
+    delta = (grad_out.to(cdt) * out.to(cdt)).sum(-1)  # [1, Hq, N]
+    p = torch.exp(sinks.to(cdt)[None, :, None] - lse.to(cdt))
+    return (-(p * delta)).sum(dim=(0, 2)).to(sinks.dtype)
+
+
+def _check_sinks(q: Tensor, sinks: Tensor | None) -> None:
+    torch._check(sinks is None or (sinks.dim() == 1 and sinks.shape[0] == q.shape[1]),
+                 lambda: "sinks must be [number of query heads]")
+
+
+def _attend(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k, positions,
+            window, softcap):
     if window > 0 or softcap > 0:
         _ran("forward", "torch")
         out = q.new_empty((1, q.shape[1], q.shape[2], v.shape[3]))
@@ -514,9 +558,10 @@ def tree_attention(
 
 @tree_attention.register_fake
 def _tree_attention_fake(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k,
-                         positions=None, window=0, softcap=0.0):
+                         positions=None, window=0, softcap=0.0, sinks=None):
     _check_inputs(q, k, v, subtree_end, seg_q)
     _check_window(k, positions, window, softcap)
+    _check_sinks(q, sinks)
     hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
     out = q.new_empty((1, hq, n, dv))
     lse = q.new_empty((1, hq, n), dtype=torch.float32)
@@ -611,9 +656,9 @@ def _tree_attention_backward_fake(grad_out, q, k, v, out, lse, subtree_end, seg_
 
 def _setup_context(ctx, inputs, output):
     q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k, positions, window, \
-        softcap = inputs
+        softcap, sinks = inputs
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, positions, *layout)
+    ctx.save_for_backward(q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, positions, sinks, *layout)
     ctx.meta = (scale, block_q, block_k, window, softcap)
     # lse is exported for diagnostics; we do not differentiate through it.
     ctx.mark_non_differentiable(lse)
@@ -621,15 +666,18 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad_out, grad_lse):
     # grad_lse is ignored: lse is non-differentiable (see _setup_context).
-    q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, positions, *layout = ctx.saved_tensors
+    q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, positions, sinks, *layout = ctx.saved_tensors
     scale, block_q, block_k, window, softcap = ctx.meta
-    dq = dk = dv = None
+    dq = dk = dv = dsinks = None
+    # with sinks, out and lse are those of the softmax with the sink (_apply_sinks): the backward op takes them
     if grad_out is not None and any(ctx.needs_input_grad[:3]):
         dq, dk, dv = tree_attention_backward(
             grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k,
             positions, window, softcap
         )
-    grads = (dq, dk, dv, None, None, None, None, None, [None] * len(layout), None, None, None, None, None)
+    if grad_out is not None and sinks is not None and ctx.needs_input_grad[14]:
+        dsinks = _sinks_grad(grad_out, out, lse, sinks)
+    grads = (dq, dk, dv, None, None, None, None, None, [None] * len(layout), None, None, None, None, None, dsinks)
     # the dispatcher drops trailing arguments equal to their defaults (window=0, ...): one grad per argument given
     return grads[:len(ctx.needs_input_grad)]
 

@@ -6,9 +6,11 @@ or an ancestor of q. With a sliding window W (``positions`` [N]: each token's
 column in its original row) key k is visible only if also
 ``positions[q] - positions[k] < W``: the window is a distance in the row, not in
 the packed order. With ``softcap`` c the scores are ``c * tanh(s / c)`` before
-the mask (Gemma 2's attention logit softcapping). This module builds the dense
-[N, N] mask and does plain softmax attention, so it is O(N^2) and only meant
-for tests and debugging.
+the mask (Gemma 2's attention logit softcapping). With ``sinks`` [Hq] (GPT-OSS's
+attention sinks) head h's softmax has one more logit, ``sinks[h]``, whose column
+is dropped after it: the probabilities are exp(s) / (sum exp(s) + exp(sinks[h])).
+This module builds the dense [N, N] mask and does plain softmax attention, so it
+is O(N^2) and only meant for tests and debugging.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def tree_visibility_mask(subtree_end: Tensor, positions: Tensor | None = None, w
 
 def tree_attention_reference(
     q: Tensor, k: Tensor, v: Tensor, subtree_end: Tensor, scale: float,
-    positions: Tensor | None = None, window: int = 0, softcap: float = 0.0,
+    positions: Tensor | None = None, window: int = 0, softcap: float = 0.0, sinks: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Tree attention by plain math.
 
@@ -42,20 +44,27 @@ def tree_attention_reference(
     head h reads kv head h // g. Computes in float32 (float64 if the inputs are
     float64, so tests can get a tighter ground truth). Returns
     (out [1, Hq, N, Dv] in q.dtype, lse [1, Hq, N] float32), where lse is the
-    natural log-sum-exp of the (softcapped) scaled scores over the visible keys.
-    Differentiable through ordinary autograd.
+    natural log-sum-exp of the (softcapped) scaled scores over the visible keys
+    and the sink. Differentiable through ordinary autograd (sinks included).
     """
     assert q.shape[0] == 1 and q.shape[1] % k.shape[1] == 0
     mask = tree_visibility_mask(subtree_end, positions, window)
-    if softcap <= 0:
+    if softcap <= 0 and sinks is None:
         # every query sees at least itself, so the general masked reference never meets an empty row here
         return masked_attention_reference(q, k, v, mask[None], scale)
     g = q.shape[1] // k.shape[1]
     cdt = torch.promote_types(q.dtype, torch.float32)
     kf = k.to(cdt).repeat_interleave(g, dim=1)
     vf = v.to(cdt).repeat_interleave(g, dim=1)
-    scores = softcap * torch.tanh((q.to(cdt) @ kf.transpose(-1, -2)) * scale / softcap)
+    scores = (q.to(cdt) @ kf.transpose(-1, -2)) * scale
+    if softcap > 0:
+        scores = softcap * torch.tanh(scores / softcap)
     scores = scores.masked_fill(~mask.to(q.device), float("-inf"))
+    if sinks is not None:
+        # the sink column joins every query's softmax and is dropped after it (as HF's GPT-OSS eager attention)
+        sink = sinks.to(cdt).reshape(1, -1, 1, 1).expand(*scores.shape[:3], 1)
+        scores = torch.cat([scores, sink], dim=-1)
     lse = torch.logsumexp(scores, dim=-1)
-    out = torch.softmax(scores, dim=-1) @ vf
+    probs = torch.softmax(scores, dim=-1)
+    out = (probs[..., :-1] if sinks is not None else probs) @ vf
     return out.to(q.dtype), lse.to(torch.float32)

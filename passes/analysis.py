@@ -123,6 +123,8 @@ class AttentionSite:
     mask: fx.Node | None          # the attention-mask value to verify (bool, or additive float)
     causal_flag: bool             # SDPA is_causal=True (top-left causal) with no mask
     internal: set = field(default_factory=set)  # eager pattern nodes replaced by the site
+    softcap: float = 0.0          # scores c * tanh(s / c) before the mask (Gemma 2), 0: none
+    sinks: fx.Node | None = None  # per-head sink logits [Hq] joining the softmax (GPT-OSS), None: none
 
 
 @dataclass
@@ -216,21 +218,97 @@ def _skip(n: fx.Node, internal: set) -> fx.Node:
     return n
 
 
+def _is_last_dim(n: fx.Node, dim) -> bool:
+    return dim in (-1, len(_shape(n)) - 1)
+
+
+def _const_arg(n, names) -> float | None:
+    """c of ``x <op> c`` (a Python number), for ``op`` in names; else None."""
+    if isinstance(n, fx.Node) and op_name(n) in names and len(n.args) == 2 and isinstance(n.args[1], (int, float)) \
+            and not isinstance(n.args[1], bool):
+        return float(n.args[1])
+    return None
+
+
+def _softcap(scores: fx.Node, internal: set):
+    """(c, capped input) when ``scores`` is ``tanh(x / c) * c`` (HF Gemma 2's attn_logit_softcapping), else
+    (0.0, scores)."""
+    c = _const_arg(scores, {"mul"})
+    t = scores.args[0] if c else None
+    if not (isinstance(t, fx.Node) and op_name(t) == "tanh" and len(t.users) == 1):
+        return 0.0, scores
+    d = t.args[0]
+    if not (isinstance(d, fx.Node) and len(d.users) == 1 and c > 0 and (
+            _const_arg(d, {"truediv", "div"}) == c or _const_arg(d, {"mul"}) == 1.0 / c)):
+        return 0.0, scores
+    internal.update((scores, t, d))
+    return c, d.args[0]
+
+
+def _sink_column(probs: fx.Node, internal: set):
+    """(sinks [Hq], the scores) when ``probs`` is ``softmax(cat([scores, sinks], -1) [- max])[..., :-1]`` with
+    ``sinks`` a per-head vector reshaped and expanded to [B, Hq, T, 1] (HF GPT-OSS's eager attention), else
+    None. The max subtracted first changes no probability; the dropped last column is the sink's."""
+    if not (isinstance(probs, fx.Node) and probs.op == "call_function" and probs.target is operator.getitem):
+        return None
+    sm, idx = probs.args
+    if idx not in ((Ellipsis, slice(None, -1, None)),) or not (isinstance(sm, fx.Node) and op_name(sm) == "softmax"):
+        return None
+    if not _is_last_dim(sm, sm.kwargs.get("dim", sm.args[1] if len(sm.args) > 1 else None)) or len(sm.users) != 1:
+        return None
+    combined = sm.args[0]
+    part = {probs, sm}
+    if isinstance(combined, fx.Node) and op_name(combined) == "sub" and len(combined.args) == 2:
+        m = combined.args[1]  # combined - combined.max(-1, keepdim=True).values
+        mx = m.args[0] if isinstance(m, fx.Node) and m.op == "call_function" and m.target is operator.getitem \
+            and m.args[1] == 0 else None
+        if not (isinstance(mx, fx.Node) and op_name(mx) in ("max", "amax") and mx.args[0] is combined.args[0]
+                and _is_last_dim(mx.args[0], _dim_arg(mx, 1))):  # a constant along the softmax's axis
+            return None
+        part |= {combined, m, mx}
+        combined = combined.args[0]
+    if not (isinstance(combined, fx.Node) and combined.op == "call_function" and combined.target is torch.cat
+            and _is_last_dim(combined, _dim_arg(combined, 1, 0)) and len(combined.args[0]) == 2):
+        return None
+    scores, col = combined.args[0]
+    if not (isinstance(col, fx.Node) and _shape(col) is not None and same_size(_shape(col)[-1], 1)):
+        return None  # one column, the one the slice drops
+    part.add(combined)
+    while isinstance(col, fx.Node) and op_name(col) in _EXPAND_NAMES | _VIEW_NAMES and col.op == "call_method" \
+            and len(col.users) == 1:
+        part.add(col)
+        col = col.args[0]
+    hq = _shape(scores)[1] if _shape(scores) and len(_shape(scores)) == 4 else None
+    if not (isinstance(col, fx.Node) and _shape(col) is not None and len(_shape(col)) == 1 and hq is not None
+            and same_size(_shape(col)[0], hq)):
+        return None
+    internal |= part
+    return col, scores
+
+
 def _eager_site(node: fx.Node) -> AttentionSite | None:
-    """matmul(softmax(matmul(q, k^T) * scale + mask), v), as in HF's eager_attention_forward."""
+    """matmul(softmax(matmul(q, k^T) * scale + mask), v), as in HF's eager_attention_forward; with Gemma 2's
+    softcapping (``tanh(s / c) * c`` before the mask) or GPT-OSS's sinks (a column per head joining the
+    softmax, dropped after it)."""
     internal: set = set()
     probs = _skip(node.args[0], internal)
-    if not (isinstance(probs, fx.Node) and op_name(probs) == "softmax"):
-        return None
-    dim = probs.kwargs.get("dim", probs.args[1] if len(probs.args) > 1 else None)
-    if dim not in (-1, len(_shape(probs)) - 1):
-        return None
-    internal.add(probs)
-    scores = probs.args[0]
+    sink = _sink_column(probs, internal)
+    sinks = None
+    if sink is not None:
+        sinks, scores = sink
+    else:
+        if not (isinstance(probs, fx.Node) and op_name(probs) == "softmax"):
+            return None
+        dim = probs.kwargs.get("dim", probs.args[1] if len(probs.args) > 1 else None)
+        if not _is_last_dim(probs, dim):
+            return None
+        internal.add(probs)
+        scores = probs.args[0]
     mask = None
     if op_name(scores) in {"add", "iadd"} and len(scores.args) == 2:
         internal.add(scores)
         scores, mask = scores.args
+    softcap, scores = _softcap(scores, internal)
     scale = 1.0
     if op_name(scores) in {"mul", "truediv", "div"} and isinstance(scores.args[1], (int, float)):
         internal.add(scores)
@@ -248,7 +326,7 @@ def _eager_site(node: fx.Node) -> AttentionSite | None:
         if dims != {2, 3}:
             return None
     internal.add(kt)
-    return AttentionSite(node, q, kt.args[0], node.args[1], scale, mask, False, internal)
+    return AttentionSite(node, q, kt.args[0], node.args[1], scale, mask, False, internal, softcap, sinks)
 
 
 def find_attention_sites(gm: fx.GraphModule) -> list:
@@ -649,6 +727,9 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
                 raise Decline(f"attention {_node_desc(n)} does not take [batch, heads, seq, dim] inputs")
             if len({space[x] for x in (s.q, s.k, s.v)}) != 1 or space[s.q] != 0:
                 raise Decline(f"attention {_node_desc(n)} mixes sliced and whole sequences")
+            if s.sinks is not None and (kind.get(s.sinks) != "row" or any(roles.get(s.sinks) or (None,))):
+                raise Decline(f"attention {_node_desc(n)} has sink logits `{s.sinks.name}` that depend on the "
+                              "batch or the tokens (a per-head vector of weights is expected)")
             kind[n], roles[n], space[n] = "packed", roles[s.q][:3] + (None,), 0
             continue
         # roles of the output, from the op
@@ -1083,7 +1164,8 @@ def _token_gather_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
 
 def _weight_gather_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     """``W[expert_ids]``: a parameter's rows picked per slot by an integer tensor of per-token values (each
-    slot's own expert's weights), so the output takes the index's token axis."""
+    slot's own expert's weights), so the output takes the index's token axis. The index may be the sorted
+    expert ids (GPT-OSS's per-expert biases, ``bias[expert_ids_g]``): each sorted row is one slot's."""
     base, idx = n.args
     if isinstance(idx, tuple) and len(idx) == 1:
         idx = idx[0]
@@ -1092,7 +1174,7 @@ def _weight_gather_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
             and not v.is_floating_point() and v.dtype != torch.bool):
         return None
     ri = roles.get(idx)
-    if not ri or any((_slots(r) is None) and r is not None for r in ri):
+    if not ri or any(_slots(r) is None and not _is_sorted_role(r) and r is not None for r in ri):
         return None
     return tuple(ri) + (None,) * (len(_shape(base)) - 1)
 

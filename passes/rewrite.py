@@ -231,6 +231,16 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
         if n in sites:
             s = sites[n]
             window = (windows or {}).get(n, 0)
+
+            def extras(cols, st: _Stream):
+                """The op's trailing arguments (positions, window, softcap, sinks), as far as the site needs them;
+                the shared stream of detach_prefix reads the sinks detached, as every outside input."""
+                sinks = None if s.sinks is None else get_row(s.sinks)
+                sinks = no_grad(sinks, s.sinks) if sinks is not None and st.no_grad else sinks
+                tail = (cols if window else None, window, s.softcap, sinks)
+                while tail and tail[-1] in (None, 0, 0.0):  # defaults left out, as before sinks and softcap
+                    tail = tail[:-1]
+                return tail
             if detach_prefix:
                 # keys and values before GQA's repeat_kv where the model repeats them (the op reads kv head
                 # h // (Hq / Hkv) itself): the branch backward saves the shared K/V once, not once per query head
@@ -240,7 +250,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (qs, ks, vs, plan["subtree_end_s"], plan["seg_q_s"], plan["seg_kv_ptr_s"],
                                        plan["kv_ranges_s"], s.scale, layout, block_q, block_k)
-                                      + ((plan["columns_s"], window) if window else ()))
+                                      + extras(plan["columns_s"], streams[0]))
                 streams[0].env[n] = g.call_function(operator.getitem, (res, 0))
                 # the branch queries see the shared keys (constants here) followed by their own
                 k_all = g.call_function(torch.cat, ([ks, kr], 2))
@@ -248,7 +258,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
                 cols_all = g.call_function(torch.cat, ([plan["columns_s"], plan["columns_r"]],)) if window else None
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (qr, k_all, v_all, no_subtree, plan["seg_q_r"], plan["seg_kv_ptr_r"],
-                                       plan["kv_ranges_r"], s.scale, [], 0, 0) + ((cols_all, window) if window else ()))
+                                       plan["kv_ranges_r"], s.scale, [], 0, 0) + extras(cols_all, streams[1]))
                 streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
                 continue
             st = streams[0]
@@ -256,7 +266,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
             res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                   (q, kk, v, plan["subtree_end"], plan["seg_q"], plan["seg_kv_ptr"],
                                    plan["kv_ranges"], s.scale, layout, block_q, block_k)
-                                  + ((plan["columns"], window) if window else ()))
+                                  + extras(plan["columns"], st))
             st.env[n] = g.call_function(operator.getitem, (res, 0))
             continue
         for st in streams:
@@ -264,11 +274,18 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
 
     out_node = next(x for x in old_nodes if x.op == "output")
     g.output(fx.node.map_arg(out_node.args[0], get_row))
-    g.eliminate_dead_code()
+    g.eliminate_dead_code(is_impure_node=_keeps)
     new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
     vocab = max((int(_shape(w)[0]) for _, w, _, _ in chains.values()), default=0)
     return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab)
+
+
+def _keeps(n: fx.Node) -> bool:
+    """Nodes dead code elimination must keep: FX's impure ones and in-place methods, whose result is often
+    unused while their write is read through the tensor they change (GPT-OSS's ``out.add_(bias)``)."""
+    return n.is_impure() or (n.op == "call_method" and isinstance(n.target, str) and n.target.endswith("_")
+                             and not n.target.startswith("_"))
 
 
 def _repeat_kv_source(x):

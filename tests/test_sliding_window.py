@@ -133,7 +133,7 @@ FAMILIES = {
     "mistral": (dict(sliding_window=WINDOW), ("sdpa", "eager")),
     # Qwen2: layers from max_window_layers on slide
     "qwen2": (dict(use_sliding_window=True, sliding_window=WINDOW, max_window_layers=1), ("sdpa",)),
-    # Gemma 2 runs eager attention only (transformers refuses sdpa for it); softcapping off here, see below
+    # Gemma 2 runs eager attention only (transformers refuses sdpa for it); softcapping off here, on below
     "gemma2": (dict(sliding_window=WINDOW, query_pre_attn_scalar=16, attn_logit_softcapping=None,
                     final_logit_softcapping=None), ("eager",)),
     "gemma3_text": (dict(sliding_window=WINDOW, query_pre_attn_scalar=16,
@@ -201,13 +201,41 @@ def test_each_layer_gets_its_own_window(monkeypatch):
     assert g._windows == [WINDOW, 0]
 
 
-@pytest.mark.slow
-def test_gemma2_softcapping_is_exact_but_its_attention_is_not_shared():
-    """With attn_logit_softcapping the eager scores go through tanh, which the analysis's eager attention
-    pattern does not match: the attention runs on the replayed rows (exact, not shared), tree_attention not at
-    all, though the op supports softcap. Recorded here so that matching it later shows up."""
-    ref, got, stats = eager_and_replay(hf_model("gemma2", "eager", attn_logit_softcapping=0.5), BATCHES["flat"]())
-    assert stats["applied"] is True and stats["attention"] is None
+def test_gemma2_softcapped_attention_is_an_attention_site():
+    """HF Gemma 2's eager attention with attn_logit_softcapping (scores * scale / c, tanh, * c, + mask, softmax)
+    is one site per layer with softcap c and the scale before it; nothing declines the graph."""
+    from test_analysis import capture
+
+    from replaycompile.passes.analysis import analyze
+
+    model = hf_model("gemma2", "eager", attn_logit_softcapping=0.5)
+    ids, am, _, _ = BATCHES["flat"]()
+    (gm,) = capture(lambda i, m: model(input_ids=i, attention_mask=m, use_cache=False).logits, ids, am)
+    a = analyze(gm)
+    assert a.reason is None, a.reason
+    assert [(s.softcap, s.scale, s.sinks) for s in a.attention] == [(0.5, 16 ** -0.5, None)] * 2
+
+
+@pytest.mark.slow  # about 20 s each under load
+@pytest.mark.parametrize("batch", sorted(BATCHES))
+def test_gemma2_softcapping_is_shared_and_exact(batch, monkeypatch):
+    """With attn_logit_softcapping the eager scores go through ``tanh(s / c) * c`` before the mask: the analysis
+    takes that as the site's softcap, and both layers (sliding and full) run as the tree attention with it."""
+    from helpers import instances_of
+
+    from replaycompile.backend import ReplayGraph
+
+    graphs = instances_of(monkeypatch, ReplayGraph)
+    ref, got, stats = eager_and_replay(hf_model("gemma2", "eager", attn_logit_softcapping=0.5), BATCHES[batch]())
+    assert stats["applied"] is True, stats["fallback_reason"]
+    assert stats["tokens_computed"] < stats["tokens_in"]
+    assert stats["attention"] == "torch"
+    (g,) = [g for g in graphs if g.packed is not None]
+    assert [s.softcap for s in g.analysis.attention] == [0.5, 0.5]
+    calls = [n.args for n in g.packed.gm.graph.nodes
+             if n.op == "call_function" and n.target is torch.ops.replaycompile.tree_attention.default]
+    assert [c[13] for c in calls] == [0.5, 0.5]  # rewritten with the softcap, not replayed rows
+    assert g._windows == [WINDOW, 0]
     assert_same_step(ref, got)
 
 
