@@ -300,8 +300,10 @@ def main(argv=None):
                        peak_mb=peaks[name] / 2**20, peak_vs_eager=peaks[name] / peak_eager if peak_eager else float("nan"),
                        grad_cos=info[name]["grad_cos"], grad_rel_l2=info[name]["grad_rel_l2"])
             rows.append(row)
-            print(f"| {name} | {med:.3f} | {row['vs_eager']:.2f}x | {row['vs_keep']:.2f}x | {row['peak_mb']:.0f} MB "
-                  f"| {100 * row['peak_vs_eager']:.0f}% | {row['grad_cos']:.7f} | {row['grad_rel_l2']:.1e} |")
+            vs_eager = "-" if full not in times else f"{row['vs_eager']:.2f}x"  # eager as written not run
+            peak_vs = "-" if full not in times else f"{100 * row['peak_vs_eager']:.0f}%"
+            print(f"| {name} | {med:.3f} | {vs_eager} | {row['vs_keep']:.2f}x | {row['peak_mb']:.0f} MB "
+                  f"| {peak_vs} | {row['grad_cos']:.7f} | {row['grad_rel_l2']:.1e} |")
         out[mname] = dict(config=r["cfg"], rows=rows,
                           info={k: {kk: vv for kk, vv in v.items() if kk != "stats"} for k, v in info.items()})
         if "replay exact" not in info:
