@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -808,7 +809,7 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         replayed.add(n)
         # name the earliest cause: a value that left the packed region upstream of this one
         inherited = next((first_boundary[x] for x in ins if x in replayed and x in first_boundary), None)
-        reason = inherited or f"{_node_desc(n)}: {why}"
+        reason = inherited or _recurrent_layer_reason(n, why) or f"{_node_desc(n)}: {why}"
         if any(_routing_value(x, a) for x in packed_ins):
             # a slot or sorted-row axis, or the batch's expert counts, has no [B, T] layout to replay to
             raise Decline(_aux_loss_reason(n) or reason)
@@ -1108,6 +1109,33 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
         return None
     if n.op == "call_function" and n.target is operator.setitem and n.args[2] in a.inverse_aranges:
         return ()
+    return None
+
+
+# Recurrent (linear-attention / state-space) layers, by a piece of their class name: their state at a token carries
+# every earlier token of the row, through ops (causal conv1d, chunked scans, triangular solves) that have no
+# per-token layout; a decline inside one names the layer, not the first op the analysis met.
+_RECURRENT_LAYERS = (
+    ("GatedDeltaNet", "Gated DeltaNet (linear attention)"),
+    ("Mamba", "Mamba (state-space)"),
+    ("LinearAttention", "linear attention"),
+    ("Rwkv", "RWKV (linear attention)"),
+)
+
+
+def _recurrent_layer_reason(n: fx.Node, why: str) -> str | None:
+    """The decline reason for a token-mixing node inside a recurrent layer, naming the layer (its module path, as
+    in ``model.named_modules()``, and its class) and what the user gets instead."""
+    for path, cls in reversed(list((n.meta.get("nn_module_stack") or {}).values())):
+        name = getattr(cls, "__name__", str(cls))
+        kind = next((k for key, k in _RECURRENT_LAYERS if key.lower() in name.lower()), None)
+        if kind is None:
+            continue
+        path = re.sub(r"^L\['[^']*'\]\.?", "", str(path))
+        return (f"{kind} layer `{path}` ({name}): its recurrent state (and its short causal convolution) "
+                f"carries every earlier token of the row, and the packed layout cannot scan a state along the "
+                f"prefix tree yet, so rows sharing a prompt run unpacked (results equal eager's); the first "
+                f"token-mixing op is {_node_desc(n)}: {why}")
     return None
 
 

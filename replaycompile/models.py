@@ -6,6 +6,7 @@ import torch
 
 FAMILIES = ("qwen3", "qwen2", "llama", "mistral")
 MOE_FAMILIES = ("qwen3_moe", "mixtral", "gpt_oss")  # mixture-of-experts: top-k routing over 4 experts
+HYBRID_FAMILIES = ("qwen3_next",)  # recurrent (Gated DeltaNet) layers interleaved with attention
 
 _TINY_MOE = {
     # every layer sparse; norm_topk_prob as the released Qwen3-MoE checkpoints set it
@@ -17,6 +18,16 @@ _TINY_MOE = {
                     layer_types=["full_attention", "full_attention"]),
 }
 
+# Qwen3-Next: a Gated DeltaNet layer then an attention layer (the released model interleaves 3:1), GQA-style
+# linear heads (2 key heads, 4 value heads), a 4-expert top-2 MoE with its shared expert in every layer. Without
+# flash-linear-attention / causal-conv1d installed HF runs its torch fallbacks (torch_chunk_gated_delta_rule).
+_TINY_HYBRID = {
+    "qwen3_next": dict(layer_types=["linear_attention", "full_attention"], linear_conv_kernel_dim=4,
+                       linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2,
+                       linear_num_value_heads=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                       shared_expert_intermediate_size=32, decoder_sparse_step=1, mlp_only_layers=[]),
+}
+
 _TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, head_dim=16, vocab_size=128, max_position_embeddings=4096)
 
@@ -24,10 +35,15 @@ _TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_att
 def tiny_config(family: str = "qwen3", attn_implementation: str = "sdpa", **overrides):
     from transformers import AutoConfig
 
-    if family not in FAMILIES + MOE_FAMILIES:
-        raise ValueError(f"unknown model family {family!r}; built-in tiny configs exist for "
-                         f"{list(FAMILIES + MOE_FAMILIES)}")
-    kw = {**_TINY, **_TINY_MOE.get(family, {}), **overrides}
+    known = FAMILIES + MOE_FAMILIES + HYBRID_FAMILIES
+    if family not in known:
+        raise ValueError(f"unknown model family {family!r}; built-in tiny configs exist for {list(known)}")
+    kw = {**_TINY, **_TINY_MOE.get(family, {}), **_TINY_HYBRID.get(family, {}), **overrides}
+    if family in HYBRID_FAMILIES:
+        # the layer pattern follows num_hidden_layers (or sets it), as the released configs derive one from the other
+        n = overrides.get("num_hidden_layers", len(kw["layer_types"]))
+        kw["layer_types"] = (list(kw["layer_types"]) * n)[:n]
+        kw["num_hidden_layers"] = n
     if family == "mistral":
         kw.setdefault("sliding_window", None)
     cfg = AutoConfig.for_model(family, **kw)
