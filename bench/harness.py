@@ -248,6 +248,9 @@ class System:
 
 
 def _need_prefix(ctx, w):
+    import importlib.util
+    if importlib.util.find_spec("prefix_grouper") is None:
+        raise Skip("prefix_grouper is not installed (pip install -e '.[bench]')")
     if w.kind == "none":
         raise Skip("Prefix Grouper needs rows that share a prompt; this batch shares nothing")
 
@@ -542,7 +545,7 @@ def settings(device: str) -> dict:
                cpus=os.cpu_count(), allocator=("CUDA caching allocator" if device == "cuda" else "glibc malloc"),
                env=env)
     if device == "cuda":
-        out["gpu"] = torch.cuda.get_device_name()
+        out["gpu"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "none here (dry run)"
     try:
         out["load_avg"] = os.getloadavg()
     except OSError:
@@ -765,6 +768,8 @@ def parse(argv):
     ap.add_argument("--out", default=None, help="output folder (default bench/out/bench, --quick bench/out/bench-quick)")
     ap.add_argument("--fresh", action="store_true", help="ignore (and overwrite) the results of earlier runs")
     ap.add_argument("--dry-run", action="store_true", help="print the plan (workloads, systems, skips) and exit")
+    ap.add_argument("--report", action="store_true",
+                    help="run nothing: rewrite the markdown, JSON and plots from results.jsonl")
     ap.add_argument("--profile", action="store_true",
                     help="also record a torch.profiler trace of one step per system on the first workload")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores, at most 2 on "
@@ -826,6 +831,8 @@ def main(argv=None) -> int:
               + (f"; will skip: {'; '.join(skips)}" if skips else ""), flush=True)
     if args.dry_run:
         return 0
+    if args.report:
+        plan = [(w, []) for w, _ in plan]
     model, cfg = build_model(args.model, args.quick, args.device)
     ctx = _context(args, cfg)
 
