@@ -51,13 +51,19 @@ def _attention(module, query, key, value, attention_mask, *args, prefix_grouper,
 def use_prefix_grouper(model):
     """Register the SDPA adapter and switch ``model`` (a transformers causal LM) to it; returns a function that
     switches it back."""
+    return use_attention(model, ATTN_NAME, _attention)
+
+
+def use_attention(model, name: str, fn):
+    """Register ``fn`` as the attention implementation ``name`` (transformers' ``AttentionInterface``) and switch
+    ``model`` to it; returns a function that switches it back (the benchmarks share one model between systems)."""
     from transformers import AttentionInterface
-    AttentionInterface.register(ATTN_NAME, _attention)
+    AttentionInterface.register(name, fn)
     configs = {id(m.config): m.config for m in model.modules() if hasattr(getattr(m, "config", None),
                                                                             "_attn_implementation")}
     before = {k: c._attn_implementation for k, c in configs.items()}
     for c in configs.values():
-        c._attn_implementation = ATTN_NAME
+        c._attn_implementation = name
 
     def restore():
         for k, c in configs.items():
@@ -88,3 +94,85 @@ def prefix_grouper_logp(model, ids, am, prompt_len: int):
     logits = model.lm_head(suffix_hidden[:, :c])
     logp = logits.float().log_softmax(-1).gather(-1, suffix[..., None]).squeeze(-1)
     return logp * suffix_mask
+
+
+# ------------------------------------------------------------------------------------------- tree packing peers
+#
+# AReaL's and TRL's tree packing: the batch's rows become one packed row holding each distinct token once (a
+# prefix tree in depth-first order, positions = depth), attention restricted to each token's ancestors. The
+# packing here is replaycompile.plan.build_plan (the data pipeline's part; any trie builder gives the same
+# layout); what differs between the two peers is how the attention sees the tree:
+#
+# - dense: an [N, N] boolean mask through SDPA (what runs on any device; every (query, key) pair is computed)
+# - flex:  FlexAttention with a BlockMask built from the same tree (skips the blocks no query sees; GPU only:
+#          torch 2.13 has no CPU backward for it)
+
+DENSE_TREE_ATTN = "dense_tree_mask_sdpa"
+FLEX_TREE_ATTN = "flex_tree_attention"
+
+
+def _dense_tree_attention(module, query, key, value, attention_mask, *args, tree_mask=None, **kwargs):
+    """SDPA over the packed row with the tree's dense [1, 1, N, N] boolean mask (key visible iff ancestor)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    kwargs.pop("is_causal", None)
+    return sdpa_attention_forward(module, query, key, value, tree_mask, is_causal=False, **kwargs)
+
+
+_flex_compiled = None
+
+
+def _flex_tree_attention(module, query, key, value, attention_mask, *args, block_mask=None, **kwargs):
+    """FlexAttention over the packed row with the tree's BlockMask; returns [b, n, heads, d] as transformers
+    expects."""
+    global _flex_compiled
+    from torch.nn.attention.flex_attention import flex_attention
+    if _flex_compiled is None:  # compiled once: eager flex_attention materialises every score
+        _flex_compiled = torch.compile(flex_attention, dynamic=True)
+    out = _flex_compiled(query, key, value, block_mask=block_mask, scale=module.scaling,
+                         enable_gqa=query.shape[1] != key.shape[1])
+    return out.transpose(1, 2).contiguous(), None
+
+
+def tree_visibility(subtree_end):
+    """The packed tree's mask rule: key k is visible to query q iff k <= q < subtree_end[k] (k is q's ancestor
+    or q itself), as a FlexAttention ``mask_mod``."""
+    def mask_mod(b, h, q, k):
+        return (k <= q) & (q < subtree_end[k])
+    return mask_mod
+
+
+def packed_tree_logp(model, ids, am, prompt_len: int, attention: str = "dense"):
+    """Per-token log-probs of the completions ([B, C], zero where padded) computed on the batch packed as a
+    prefix tree, the attention restricted by the tree (``attention``: "dense" or "flex"); the LM head runs on the
+    distinct predicting rows only."""
+    from replaycompile.plan import build_plan
+
+    plan = build_plan(ids, am)
+    dev = ids.device
+    packed = ids.reshape(-1).index_select(0, plan.gather_index.to(dev))[None]
+    pos = plan.columns.to(dev)[None]
+    se = plan.subtree_end.to(dev)
+    n = plan.num_packed
+    if attention == "dense":
+        q = torch.arange(n, device=dev)[:, None]
+        k = torch.arange(n, device=dev)[None, :]
+        extra, name, fn = dict(tree_mask=((k <= q) & (q < se[None, :]))[None, None]), DENSE_TREE_ATTN, \
+            _dense_tree_attention
+    elif attention == "flex":
+        from torch.nn.attention.flex_attention import create_block_mask
+        bm = create_block_mask(tree_visibility(se), None, None, n, n, device=dev)
+        extra, name, fn = dict(block_mask=bm), FLEX_TREE_ATTN, _flex_tree_attention
+    else:
+        raise ValueError(f"attention must be 'dense' or 'flex', got {attention!r}")
+    restore = use_attention(model, name, fn)
+    try:
+        hidden = model.model(input_ids=packed, position_ids=pos, use_cache=False, **extra).last_hidden_state[0]
+    finally:
+        restore()
+    # the rows that predict the completion tokens: columns [P-1, T-1) of every row, each distinct one once
+    sub, where = plan.select_columns(prompt_len - 1, ids.shape[1] - 1)
+    sub, where = sub.to(dev), where.to(dev)
+    logp_rows = model.lm_head(hidden.index_select(0, sub)).float().log_softmax(-1)  # [M, V]
+    valid = where < sub.numel()
+    logp = logp_rows[where.clamp_max(max(sub.numel() - 1, 0)), ids[:, prompt_len:]]
+    return logp * valid

@@ -1,4 +1,6 @@
-"""Command line: ``replaycompile demo`` runs a GRPO-shaped training step on a built-in tiny Qwen3."""
+"""Command line: ``replaycompile demo`` runs a GRPO-shaped training step on a built-in tiny Qwen3;
+``replaycompile bench`` runs every benchmark workload and system side by side (``bench/harness.py`` of a source
+checkout)."""
 
 from __future__ import annotations
 
@@ -100,9 +102,32 @@ def demo(args) -> int:
     return 0 if ok else 1
 
 
+def bench(argv) -> int:
+    """``replaycompile bench ...``: hands its arguments to bench/harness.py, which lives beside the package in a
+    source checkout (the benchmark imports the peers and the older bench scripts from there)."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "bench" / "harness.py"
+    if not path.exists():
+        print(f"replaycompile bench runs from a source checkout (pip install -e '.[bench]'): {path} is missing",
+              file=sys.stderr)
+        return 2
+    spec = importlib.util.spec_from_file_location("replaycompile_bench_harness", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod.main(argv)
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # its own parser (bench/harness.py), so `replaycompile bench --help` is complete
+        return bench(argv[1:])
     ap = argparse.ArgumentParser(prog="replaycompile", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("bench", help="every benchmark workload and system side by side, with the peers "
+                                 "(replaycompile bench --help)")
     d = sub.add_parser("demo", help="a GRPO-shaped step on a built-in tiny Qwen3: speedup and exactness")
     d.add_argument("--group", type=int, default=8, help="rollouts per prompt (G)")
     d.add_argument("--prompt", type=int, default=512, help="prompt length")

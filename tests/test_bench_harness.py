@@ -1,0 +1,75 @@
+"""`replaycompile bench --quick` end to end at tiny shapes: it writes its JSON, markdown and plots, every system
+computes eager's loss and gradients, and a rerun resumes (skips the cells already in results.jsonl)."""
+import importlib.util
+import json
+
+import pytest
+
+pytest.importorskip("tqdm")
+pytest.importorskip("matplotlib")
+
+from replaycompile.cli import main  # noqa: E402
+
+EXACT = 1e-5
+HAVE_PG = importlib.util.find_spec("prefix_grouper") is not None  # the [bench] extra; CI installs [test]
+
+
+def _run(out, systems, workloads, extra=()):
+    return main(["bench", "--quick", "--out", str(out), "--reps", "1", "--workloads", *workloads,
+                 "--systems", *systems, *extra])
+
+
+def _check(out, systems, workloads, capsys):
+    records = [json.loads(ln) for ln in (out / "results.jsonl").read_text().splitlines()]
+    assert {(r["workload"], r["system"]) for r in records} == {(w, s) for w in workloads for s in systems}
+    for name in ("bench.md", "bench.json", "speedup_vs_sharing.png", "step_time_vs_G.png", "efficiency.png"):
+        assert (out / name).stat().st_size > 0, name
+    for r in records:
+        if r["system"] == "flex_tree":  # GPU only: skipped on CPU, and saying why
+            assert "GPU" in r["skipped"] and "step_s" not in r
+            continue
+        if r["system"] == "prefix_grouper" and (r["workload"] == "nosharing" or not HAVE_PG):
+            assert ("shares nothing" if HAVE_PG else "not installed") in r["skipped"]
+            continue
+        assert r["step_s"] > 0, r
+        assert r["loss_rel"] < EXACT, r
+        if r["system"] != "replay_detach":  # an approximation of the gradient, by design
+            assert r["grad_rel_worst"] < EXACT, r
+        if r["system"] == "replay_exact" and r["workload"] != "nosharing":
+            assert r["stats"]["applied"] and r["stats"]["tokens_computed"] < r["stats"]["tokens_in"], r
+    md = (out / "bench.md").read_text()
+    assert "FLOP ideal" in md and all(f"| {r['label']}" in md for r in records)
+    # a rerun finds every cell done and runs none
+    lines = (out / "results.jsonl").read_text()
+    capsys.readouterr()
+    assert _run(out, systems, workloads) == 0
+    assert "0 cells run now" in capsys.readouterr().out
+    assert (out / "results.jsonl").read_text() == lines
+    return records
+
+
+def test_bench_quick_end_to_end(tmp_path, capsys):
+    """The systems that run without compiling (the default suite's budget; the compiled ones are in the slow test
+    below: compiling replay twice, for the two shapes of the warm-up, takes minutes on a loaded 2-core machine)."""
+    systems = ["eager", "eager_keep", "prefix_grouper", "dense_tree_mask", "flex_tree"]
+    workloads = ["reference", "tree"]
+    assert _run(tmp_path, systems, workloads, ["--memory-systems"]) == 0
+    records = _check(tmp_path, systems, workloads, capsys)
+    ref = {r["system"]: r for r in records if r["workload"] == "reference"}
+    # the ratios are the medians' quotient, and the sharing shows in the ideal
+    assert ref["dense_tree_mask"]["vs_eager_keep"] == pytest.approx(ref["eager_keep"]["step_s"]
+                                                                    / ref["dense_tree_mask"]["step_s"])
+    assert ref["eager"]["token_ratio"] > 2 and ref["eager"]["flop_ideal_vs_keep"] > 1
+
+
+@pytest.mark.slow
+def test_bench_quick_every_system(tmp_path, capsys):
+    """Every system (replay and plain inductor compiled with aot_eager), the no-sharing batch, and a peak measured
+    in a subprocess."""
+    systems = ["eager", "eager_keep", "eager_rows", "inductor", "replay_exact", "replay_detach", "prefix_grouper",
+               "dense_tree_mask", "flex_tree"]
+    workloads = ["reference", "tree", "nosharing"]
+    assert _run(tmp_path, systems, workloads, ["--memory-systems", "eager_keep"]) == 0
+    records = _check(tmp_path, [s for s in systems], workloads, capsys)
+    keep = [r for r in records if r["system"] == "eager_keep" and r["workload"] == "reference"][0]
+    assert keep["peak_bytes_subprocess"] > 0
