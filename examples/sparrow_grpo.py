@@ -84,7 +84,6 @@ def completion_logprobs(model, sequences: torch.Tensor, prompt_len: int) -> torc
     return logits[:, prompt_len - 1:-1].float().log_softmax(-1).gather(-1, sequences[:, prompt_len:, None])[..., 0]
 
 
-CAL_WINDOW = 32
 CAL_MIN_START = 4 * 24 + 32  # recall_sequences plants 24 pairs before its first window
 
 
@@ -94,14 +93,14 @@ def calibration_seed(args) -> int:
 
 def calibrate_schedule(model, args, n_tokens: int, rows: int, per_bin: int, holdout, progress: bool = False):
     """``sparrow.calibrate`` on ``rows`` recall sequences of ``n_tokens`` (a seed no rollout prompt uses), with
-    ``per_bin`` windows of 32 tokens per bin, queries planted in every window calibrate measures (a window of
+    ``per_bin`` windows of ``args.cal_window`` tokens per bin, queries planted in every window calibrate measures (a window of
     fillers alone measures nothing). Returns (Calibration, the calibration sequences)."""
-    wins = sparrow.calibration_windows(n_tokens, args.bin_tokens, CAL_WINDOW, per_bin=per_bin,
-                                       min_start=CAL_MIN_START)
-    cal_seqs, _ = recall_sequences(rows, n_tokens - CAL_WINDOW, window=CAL_WINDOW, windows=wins,
+    window = args.cal_window
+    wins = sparrow.calibration_windows(n_tokens, args.bin_tokens, window, per_bin=per_bin, min_start=CAL_MIN_START)
+    cal_seqs, _ = recall_sequences(rows, n_tokens - window, window=window, windows=wins,
                                    seed=calibration_seed(args))
     cal = sparrow.calibrate(model, cal_seqs, args.candidates, args.target, bin_tokens=args.bin_tokens,
-                            window=CAL_WINDOW, windows_per_bin=per_bin, min_start=CAL_MIN_START,
+                            window=window, windows_per_bin=per_bin, min_start=CAL_MIN_START,
                             schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens),
                             holdout=holdout, progress=progress)
     return cal, cal_seqs
@@ -239,7 +238,7 @@ def long_rollouts(args) -> dict:
     model = weakened_recall_model(args.readout)
     model.eval()
     t0 = time.perf_counter()
-    n_cal = max(args.contexts) + args.new_tokens + CAL_WINDOW  # the last bin the rollouts reach holds a window
+    n_cal = max(args.contexts) + args.new_tokens + args.cal_window  # the last bin the rollouts reach holds a window
     cal, cal_seqs = calibrate_schedule(model, args, n_cal, rows=args.cal_rows, per_bin=args.cal_windows,
                                        holdout=None, progress=not args.no_progress)
     cal_s = time.perf_counter() - t0
@@ -368,7 +367,7 @@ def long_report_md(report: dict, args) -> str:
     out = [f"## Sparrow long rollouts: calibrated schedule against dense decoding, out of sample", "",
            f"Recall policy (readout {args.readout}), fp32, {torch.get_num_threads()} threads. Calibration: "
            f"{cal['rows']} rows x {cal['tokens']} tokens (seed {cal['seed']}), {args.cal_windows} windows of "
-           f"{CAL_WINDOW} per {args.bin_tokens}-token bin, candidates {args.candidates}, {cal['seconds']:.0f} s: "
+           f"{args.cal_window} per {args.bin_tokens}-token bin, candidates {args.candidates}, {cal['seconds']:.0f} s: "
            f"pages {cal['schedule']['pages']} (+{cal['schedule']['sink_pages']} sink, "
            f"+{cal['schedule']['local_pages']} local; layers {cal['schedule']['dense_layers']} dense). Rollouts: "
            f"{args.steps} steps x contexts {args.contexts}, {args.prompts} held-out prompts x G={args.group} "
@@ -472,7 +471,8 @@ def parse_args(argv=None):
                       help="calibrate, then roll out held-out prompts at --contexts with the schedule and a dense "
                            "decoder side by side: throughput and out-of-sample acceptance per bin (no training)")
     long.add_argument("--cal-rows", type=int, default=2, help="calibration sequences")
-    long.add_argument("--cal-windows", type=int, default=2, help="calibration windows of 32 tokens per bin")
+    long.add_argument("--cal-windows", type=int, default=2, help="calibration windows per bin")
+    long.add_argument("--cal-window", type=int, default=32, help="tokens per calibration window")
     long.add_argument("--confidence", type=float, default=0.9, help="of the lower bound on each bin's p5")
     long.add_argument("--warmup", type=int, default=2,
                       help="decode steps of each rollout left out of its timing (the first ones compile)")

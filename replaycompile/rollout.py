@@ -82,6 +82,19 @@ def _decode_step(model, schedule, inner: str, attention: str):
     return per_model[key][1]
 
 
+_DENSE_REFERENCE: list = []
+
+
+def _dense_reference():
+    """One dense schedule object for every ``reference="dense"`` rollout: decode steps are compiled per schedule
+    object, so a new one per call would compile again."""
+    if not _DENSE_REFERENCE:
+        from replaycompile.schedule import SparrowSchedule
+
+        _DENSE_REFERENCE.append(SparrowSchedule.dense(dense_layers=()))
+    return _DENSE_REFERENCE[0]
+
+
 _warned_fallback = False
 _warned_cache_sizes: set = set()
 
@@ -300,9 +313,7 @@ def generate(model, input_ids: Tensor, attention_mask: Tensor | None = None, *, 
     if isinstance(reference, str):
         if reference not in ("dense", "eager"):
             raise ValueError(f"rollout.generate: reference={reference!r} must be 'dense', 'eager', a schedule or None")
-        from replaycompile.schedule import SparrowSchedule
-
-        reference = SparrowSchedule.dense(dense_layers=()) if reference == "dense" else False
+        reference = _dense_reference() if reference == "dense" else False
     measure = reference is not None
     return_logits = return_logits or measure
     was_training = model.training
