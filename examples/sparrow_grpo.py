@@ -239,14 +239,19 @@ def long_rollouts(args) -> dict:
     model.eval()
     t0 = time.perf_counter()
     n_cal = max(args.contexts) + args.new_tokens + args.cal_window  # the last bin the rollouts reach holds a window
-    cal, cal_seqs = calibrate_schedule(model, args, n_cal, rows=args.cal_rows, per_bin=args.cal_windows,
-                                       holdout=None, progress=not args.no_progress)
+    if args.calibrate:
+        cal, cal_seqs = calibrate_schedule(model, args, n_cal, rows=args.cal_rows, per_bin=args.cal_windows,
+                                           holdout=None, progress=not args.no_progress)
+        schedule = cal.schedule
+    else:  # a fixed budget; the held-out check still compares against the sequences calibration would use
+        cal = None
+        schedule = sparrow.SparrowSchedule(pages=(args.start_pages,), bucket_tokens=args.bin_tokens)
+        cal_seqs, _ = recall_sequences(args.cal_rows, n_cal - args.cal_window, window=args.cal_window,
+                                       windows=[n_cal - args.cal_window], seed=calibration_seed(args))
     cal_s = time.perf_counter() - t0
-    schedule = cal.schedule
-    log.info("calibration (%.0f s, %d rows x %d tokens, seed %d): pages %s per %d-token bin",
-             cal_s, cal_seqs.shape[0], cal_seqs.shape[1], calibration_seed(args), list(schedule.pages),
-             args.bin_tokens)
-    for line in cal.rows():
+    log.info("schedule (%s, %.0f s): pages %s per %d-token bin", "calibrated" if cal else "fixed, --no-calibrate",
+             cal_s, list(schedule.pages), args.bin_tokens)
+    for line in cal.rows() if cal else []:
         log.info("  calibration %s", line)
     monitor = sparrow.AcceptanceMonitor(target=args.target, bin_tokens=args.bin_tokens,
                                         confidence=args.confidence)
@@ -291,7 +296,7 @@ def long_rollouts(args) -> dict:
         row["pages"] = schedule.pages[min(bi, len(schedule.pages) - 1)]
         row["met"] = row["p5"] >= args.target
         row["lower_met"] = row["p5_lower"] is not None and row["p5_lower"] >= args.target
-        cb = cal.bounds[bi] if bi < len(cal.bounds) else None
+        cb = cal.bounds[bi] if cal and bi < len(cal.bounds) else None
         row["calibration_p5_lower"] = cb and cb.get("p5_lower")
     # the monitor's one-sample estimate min(1, p_dense / p_rollout) over the same tokens (what training sees)
     mon = {}
@@ -306,7 +311,8 @@ def long_rollouts(args) -> dict:
     throughput = per_context(records, args, schedule, model)
     report = dict(args=vars(args), calibration=dict(seconds=cal_s, seed=calibration_seed(args), rows=cal_seqs.shape[0],
                                                     tokens=cal_seqs.shape[1], schedule=schedule.to_dict(),
-                                                    met=cal.met, table=cal.table, bounds=cal.bounds),
+                                                    calibrated=cal is not None, met=cal.met if cal else [],
+                                                    table=cal.table if cal else [], bounds=cal.bounds if cal else []),
                   prompt_seeds=sorted({r["prompt_seed"] for r in records}), steps=records, throughput=throughput,
                   held_out=held)
     report["verdict"] = verdict(report, args)
@@ -365,10 +371,11 @@ def verdict(report: dict, args) -> dict:
 def long_report_md(report: dict, args) -> str:
     cal = report["calibration"]
     out = [f"## Sparrow long rollouts: calibrated schedule against dense decoding, out of sample", "",
-           f"Recall policy (readout {args.readout}), fp32, {torch.get_num_threads()} threads. Calibration: "
-           f"{cal['rows']} rows x {cal['tokens']} tokens (seed {cal['seed']}), {args.cal_windows} windows of "
-           f"{args.cal_window} per {args.bin_tokens}-token bin, candidates {args.candidates}, {cal['seconds']:.0f} s: "
-           f"pages {cal['schedule']['pages']} (+{cal['schedule']['sink_pages']} sink, "
+           f"Recall policy (readout {args.readout}), fp32, {torch.get_num_threads()} threads. "
+           + (f"Calibration: {cal['rows']} rows x {cal['tokens']} tokens (seed {cal['seed']}), {args.cal_windows} "
+              f"windows of {args.cal_window} per {args.bin_tokens}-token bin, candidates {args.candidates}, "
+              f"{cal['seconds']:.0f} s: " if cal["calibrated"] else "Not calibrated (--no-calibrate), a fixed budget: ")
+           + f"pages {cal['schedule']['pages']} (+{cal['schedule']['sink_pages']} sink, "
            f"+{cal['schedule']['local_pages']} local; layers {cal['schedule']['dense_layers']} dense). Rollouts: "
            f"{args.steps} steps x contexts {args.contexts}, {args.prompts} held-out prompts x G={args.group} "
            f"(prompt seeds {report['prompt_seeds']}), {args.new_tokens} tokens sampled at temperature 1; dense "
