@@ -25,6 +25,12 @@ Each step:
 
 Per step it logs reward, p5 per bin, pages per bin, rollout time, train time and tokens computed; at the end it
 writes ``metrics.json`` and plots (``--out``).
+
+``--rollout-only`` runs the rollout phase alone at long contexts (16K and 32K, batch 8 = 2 prompts x G=4 by
+default; ``long_rollouts``): calibrate up to the longest context (or ``--no-calibrate``: a fixed budget), then on
+held-out prompts decode with the schedule while a dense decoder is fed the same tokens step by step, and report
+decode tokens/s of both, the ideal speedup and the out-of-sample acceptance per bin (``bench/out/
+sparrow_long_rollouts.{json,md}``).
 """
 
 from __future__ import annotations
