@@ -371,7 +371,9 @@ def verdict(report: dict, args) -> dict:
                 speedup_met=top["speedup"] >= args.speedup_target,
                 p5_met_every_bin=bool(held) and all(r["met"] for r in held),
                 p5_lower_met_every_bin=bool(held) and all(r["lower_met"] for r in held),
-                calibration_met_every_bucket=all(m is not False for m in report["calibration"]["met"]))
+                # None: not calibrated (a fixed budget), so there is nothing to have met
+                calibration_met_every_bucket=all(m is not False for m in report["calibration"]["met"])
+                if report["calibration"]["calibrated"] else None)
 
 
 def long_report_md(report: dict, args) -> str:
