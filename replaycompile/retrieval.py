@@ -150,9 +150,11 @@ def retrieval_model(noise: float = 1.0, num_layers: int = 8, seed: int = 0, dtyp
 
 
 def recall_sequences(batch: int, context: int, window: int = 64, n_pairs: int = 24, query_every: int = 8,
-                     seed: int = 0, windows=None) -> tuple[Tensor, Tensor]:
+                     seed: int = 0, windows=None, return_pairs: bool = False):
     """Teacher-forcing data: [B, context + window] token ids and a bool mask of the positions whose *next*
-    token is a retrieved value (the query keys).
+    token is a retrieved value (the query keys); with ``return_pairs``, also each row's planted pairs as a
+    ``{key: value}`` dict (a reward needs them; scanning the tokens for them would also pick up chance
+    key-value bigrams of the windows).
 
     BOS, then random fillers with ``n_pairs`` (key, value) pairs planted at random positions before the first
     window; every window (``window`` tokens starting at each of ``windows``, default ``[context]``) asks for
@@ -168,6 +170,7 @@ def recall_sequences(batch: int, context: int, window: int = 64, n_pairs: int = 
     g = torch.Generator().manual_seed(seed)
     seqs = torch.empty(batch, n, dtype=torch.long)
     is_query = torch.zeros(batch, n, dtype=torch.bool)
+    pairs = []
     fill = torch.tensor(FILLERS)
     for b in range(batch):
         # random fillers: pages differ, so page centroids carry noise as in real text
@@ -179,13 +182,14 @@ def recall_sequences(batch: int, context: int, window: int = 64, n_pairs: int = 
         slots = torch.randperm((windows[0] - 32) // 2, generator=g)[:n_pairs] * 2 + 16
         for key, val, p in zip(keys.tolist(), vals.tolist(), slots.tolist()):
             s[p], s[p + 1] = key, val
+        pairs.append(dict(zip(keys.tolist(), vals.tolist())))
         for w in windows:
             for p in range(w, w + window - 1, query_every):
                 i = int(torch.randint(n_pairs, (1,), generator=g))
                 s[p], s[p + 1] = keys[i], vals[i]
                 is_query[b, p] = True
         seqs[b] = s
-    return seqs, is_query
+    return (seqs, is_query, pairs) if return_pairs else (seqs, is_query)
 
 
 @torch.no_grad()

@@ -39,6 +39,11 @@ class Rollout:
     completion_mask: Tensor
     prompt_length: int
     logits: Tensor | None = None  # [B, L, V] float32 when asked for (acceptance measurements)
+    # with ``reference=``: the reference decoder's logits [B, L, V] float32 for the same tokens (teacher-forced)
+    reference_logits: Tensor | None = None
+    # seconds: ``prefill`` (the prompts' dense prefill, once per prompt), ``step`` (each decode step of the
+    # rollout) and ``reference_step`` (each of the reference's, interleaved with the rollout's)
+    timing: dict | None = None
 
     @property
     def completions(self) -> Tensor:
@@ -75,6 +80,19 @@ def _decode_step(model, schedule, inner: str, attention: str):
 
         per_model[key] = (schedule, step)
     return per_model[key][1]
+
+
+_DENSE_REFERENCE: list = []
+
+
+def _dense_reference():
+    """One dense schedule object for every ``reference="dense"`` rollout: decode steps are compiled per schedule
+    object, so a new one per call would compile again."""
+    if not _DENSE_REFERENCE:
+        from replaycompile.schedule import SparrowSchedule
+
+        _DENSE_REFERENCE.append(SparrowSchedule.dense(dense_layers=()))
+    return _DENSE_REFERENCE[0]
 
 
 _warned_fallback = False
@@ -215,6 +233,25 @@ class DecodeSession:
         other.decode_state = SparseDecodeState()  # its page centroids are summed from its own cache
         return other
 
+    def repeat_interleave(self, repeats: int) -> "DecodeSession":
+        """A session of ``B * repeats`` rows, row ``i * repeats + j`` holding row i's cache (and its logits):
+        GRPO's G completions of a prompt after one prefill of it. Only before the first decode step."""
+        if self.fed:
+            raise ValueError("DecodeSession.repeat_interleave: only before the first decode step")
+        other = self.clone()
+        for layer in other.cache.layers:
+            if getattr(layer, "is_initialized", False):
+                layer.keys = layer.keys.repeat_interleave(repeats, 0)
+                layer.values = layer.values.repeat_interleave(repeats, 0)
+                if hasattr(layer, "max_batch_size"):
+                    layer.max_batch_size = layer.keys.shape[0]
+                if hasattr(layer, "batch_size"):
+                    layer.batch_size = layer.keys.shape[0]
+        other.am = self.am.repeat_interleave(repeats, 0)
+        other.next_pos = self.next_pos.repeat_interleave(repeats, 0)
+        other.logits = self.logits.repeat_interleave(repeats, 0)
+        return other
+
     def position(self) -> int:
         """Tokens in the cache (prompt, extensions and decoded steps)."""
         return self.t + self.fed
@@ -237,7 +274,8 @@ class DecodeSession:
 def generate(model, input_ids: Tensor, attention_mask: Tensor | None = None, *, max_new_tokens: int,
              schedule=None, temperature: float = 1.0, top_p: float = 1.0, generator: torch.Generator | None = None,
              eos_token_id: int | list[int] | None = None, pad_token_id: int | None = None, inner: str = "eager",
-             attention: str = "auto", return_logits: bool = False, progress: bool | None = None) -> Rollout:
+             attention: str = "auto", return_logits: bool = False, progress: bool | None = None, group: int = 1,
+             reference=None) -> Rollout:
     """Sample ``max_new_tokens`` per row (fewer once every row has emitted EOS).
 
     ``temperature=0`` is greedy (the same tokens as ``model.generate(do_sample=False)`` for a dense rollout);
@@ -245,26 +283,61 @@ def generate(model, input_ids: Tensor, attention_mask: Tensor | None = None, *, 
     step is compiled once per (model, schedule) with ``inner`` as the inner compiler (``"eager"`` by default: the
     rewritten graph runs as is, cache writes in place; ``"inductor"`` fuses the rest of the step). ``progress`` (default: for
     more than 256 new tokens) prints tokens/s to stderr.
+
+    ``group``: completions per prompt (GRPO's G). Each prompt is prefilled once and its cache repeated, so the
+    rollout has ``B * group`` rows, row ``i * group + j`` the j-th completion of prompt i (``sequences`` repeats
+    the prompts the same way).
+
+    ``reference``: a second decoder fed the rollout's own tokens (teacher forcing), one step after each rollout
+    step, from a copy of the same prefilled cache: ``"dense"`` (the same compiled step with every page,
+    ``SparrowSchedule.dense(dense_layers=())``: exact dense attention over the written slots), ``"eager"`` (the
+    model's own forward) or a schedule. Its logits come back in ``reference_logits`` (the distributions the
+    acceptance ``alpha`` compares against ``logits``; ``return_logits`` is implied), and its step times beside the
+    rollout's in ``timing``: a dense decode at the same batch and lengths, interleaved with the sparse one, is
+    the fair throughput baseline. The first token of a row is sampled from the prefill's logits, the same on
+    both sides.
     """
     if max_new_tokens < 1:
         raise ValueError(f"rollout.generate: max_new_tokens={max_new_tokens} must be at least 1")
     if temperature < 0 or not (0 < top_p <= 1):
         raise ValueError(f"rollout.generate: temperature={temperature} must be >= 0 and top_p={top_p} in (0, 1]")
+    if group < 1:
+        raise ValueError(f"rollout.generate: group={group} must be at least 1")
     dev = input_ids.device
-    b, t = input_ids.shape
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
     eos = torch.tensor(_eos_ids(model, eos_token_id), dtype=torch.long, device=dev)
     if pad_token_id is None:
         pad_token_id = getattr(model.config, "pad_token_id", None)
         pad_token_id = pad_token_id if pad_token_id is not None else (int(eos[0]) if eos.numel() else 0)
+    if isinstance(reference, str):
+        if reference not in ("dense", "eager"):
+            raise ValueError(f"rollout.generate: reference={reference!r} must be 'dense', 'eager', a schedule or None")
+        reference = _dense_reference() if reference == "dense" else False
+    measure = reference is not None
+    return_logits = return_logits or measure
     was_training = model.training
     model.eval()
+    timing = dict(prefill=0.0, step=[], reference_step=[])
     try:
+        t = input_ids.shape[1]
+        t0 = time.perf_counter()
         sess = DecodeSession(model, input_ids, attention_mask, t + max_new_tokens, schedule, inner, attention)
-        toks, logps, masks, all_logits = [], [], [], []
+        timing["prefill"] = time.perf_counter() - t0
+        ref = None
+        if measure:  # before the repeat: one copy of each prompt's cache, repeated below
+            ref = sess.clone()
+            ref.set_schedule(None if reference is False else reference, inner, attention)
+        if group > 1:
+            sess = sess.repeat_interleave(group)
+            ref = ref.repeat_interleave(group) if ref is not None else None
+            input_ids = input_ids.repeat_interleave(group, 0)
+        b = input_ids.shape[0]
+        toks, logps, masks, all_logits, ref_logits = [], [], [], [], []
         done = torch.zeros(b, dtype=torch.bool, device=dev)
         logits = sess.logits
+        if ref is not None:
+            ref_logits.append(ref.logits.float())
         show = progress if progress is not None else max_new_tokens > 256
         t0 = time.perf_counter()
         for i in range(max_new_tokens):
@@ -280,7 +353,13 @@ def generate(model, input_ids: Tensor, attention_mask: Tensor | None = None, *, 
                 done = done | (live & torch.isin(tok, eos))
             if bool(done.all()) or i == max_new_tokens - 1:
                 break
+            s0 = time.perf_counter()
             logits = sess.step(tok)
+            s1 = time.perf_counter()
+            timing["step"].append(s1 - s0)
+            if ref is not None:
+                ref_logits.append(ref.step(tok).float())
+                timing["reference_step"].append(time.perf_counter() - s1)
             if show and (i + 1) % 256 == 0:
                 rate = (i + 1) * b / (time.perf_counter() - t0)
                 print(f"rollout: {i + 1}/{max_new_tokens} tokens per row, {rate:.1f} tokens/s "
@@ -290,4 +369,5 @@ def generate(model, input_ids: Tensor, attention_mask: Tensor | None = None, *, 
     completions = torch.stack(toks, 1)
     return Rollout(sequences=torch.cat([input_ids, completions], 1), logprobs=torch.stack(logps, 1),
                    completion_mask=torch.stack(masks, 1), prompt_length=t,
-                   logits=torch.stack(all_logits, 1) if return_logits else None)
+                   logits=torch.stack(all_logits, 1) if return_logits else None,
+                   reference_logits=torch.stack(ref_logits, 1) if measure else None, timing=timing)

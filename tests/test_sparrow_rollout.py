@@ -278,3 +278,27 @@ def test_a_rollout_emits_no_deprecation_warning(sparse):
     import inspect
     expected = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     assert rollout._cache_kwarg(model) == expected
+
+
+def test_group_rollout_prefills_once_and_equals_repeated_prompts_and_its_reference_is_teacher_forced():
+    model = tiny_model("qwen3", "sdpa")
+    ids, am = _prompts()
+    # greedy: G completions of a prompt from one prefill equal a rollout of the prompt repeated G times
+    grouped = rollout.generate(model, ids, am, max_new_tokens=5, temperature=0, pad_token_id=0, group=2,
+                               reference="eager")
+    rep = rollout.generate(model, ids.repeat_interleave(2, 0), am.repeat_interleave(2, 0), max_new_tokens=5,
+                           temperature=0, pad_token_id=0)
+    assert torch.equal(grouped.sequences, rep.sequences)
+    torch.testing.assert_close(grouped.logprobs, rep.logprobs)
+    # sampled: the reference decoder, fed the rollout's tokens, equals a dense forward over the result
+    r = rollout.generate(model, ids, am, max_new_tokens=5, temperature=1.0, pad_token_id=0, group=2,
+                         generator=torch.Generator().manual_seed(0), reference="eager")
+    assert r.sequences.shape[0] == 6 and r.reference_logits.shape == r.logits.shape == (6, 5, model.config.vocab_size)
+    full = model(input_ids=r.sequences, attention_mask=torch.cat([am.repeat_interleave(2, 0),
+                                                                  r.completion_mask], 1)).logits
+    torch.testing.assert_close(r.reference_logits, full[:, 39:-1].float(), rtol=1e-4, atol=1e-4)
+    # (a dense rollout: the reference's logits are its own)
+    torch.testing.assert_close(r.reference_logits, r.logits, rtol=1e-5, atol=1e-5)
+    assert len(r.timing["step"]) == len(r.timing["reference_step"]) == 4 and r.timing["prefill"] > 0
+    with pytest.raises(ValueError, match="reference"):
+        rollout.generate(model, ids, am, max_new_tokens=2, reference="sparse")
