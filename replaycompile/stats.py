@@ -51,6 +51,9 @@ class GraphStats:
     cache_copied: bool | None = None  # the step padded and copied a KV cache not sized in whole pages
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(GraphStats))
+
+
 class _StepRecorder:
     """The process-wide step being recorded and the last finished record (``last_stats`` is a process-wide API:
     the backend's graphs are called by Dynamo, with no caller object to hand a record to)."""
@@ -64,7 +67,8 @@ class _StepRecorder:
         self.partial_logged: set = set()
 
     def record(self, stats: GraphStats, key: Any = None, graph: str | None = None) -> None:
-        entry = {**dataclasses.asdict(stats), "graph": graph}
+        entry = {name: getattr(stats, name) for name in _FIELDS}  # shallow (asdict deep-copies, per decode step)
+        entry["graph"] = graph
         with self.lock:
             if key is None or key is not self.key:
                 self.key, self.graphs = key, []
