@@ -27,7 +27,7 @@ log = logging.getLogger("replaycompile")
 __all__ = ["GraphStats", "last_stats", "record", "current_step"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class GraphStats:
     """One call of one compiled graph. The step record ``last_stats()`` returns holds these fields (the step's
     first graph's values, ``applied`` over all its graphs) plus ``graph``, ``graphs``, ``graphs_packed`` and
@@ -51,9 +51,6 @@ class GraphStats:
     cache_copied: bool | None = None  # the step padded and copied a KV cache not sized in whole pages
 
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(GraphStats))
-
-
 class _StepRecorder:
     """The process-wide step being recorded and the last finished record (``last_stats`` is a process-wide API:
     the backend's graphs are called by Dynamo, with no caller object to hand a record to)."""
@@ -67,8 +64,7 @@ class _StepRecorder:
         self.partial_logged: set = set()
 
     def record(self, stats: GraphStats, key: Any = None, graph: str | None = None) -> None:
-        entry = {name: getattr(stats, name) for name in _FIELDS}  # shallow (asdict deep-copies, per decode step)
-        entry["graph"] = graph
+        entry = dict(vars(stats), graph=graph)  # a shallow copy: asdict deep-copies, and this runs every decode step
         with self.lock:
             if key is None or key is not self.key:
                 self.key, self.graphs = key, []
@@ -88,7 +84,8 @@ class _StepRecorder:
                                 stats.fallback_reason, len(graphs) - len(unpacked), len(graphs))
             summary["graphs"] = [dict(g) for g in graphs]
             summary["graphs_packed"] = len(graphs) - len(unpacked)
-            self.last = {**summary, "call": next(self.calls)}
+            summary["call"] = next(self.calls)
+            self.last = summary
 
     def last_stats(self) -> dict | None:
         with self.lock:
