@@ -15,7 +15,6 @@ Imports nothing of the project: the backend writes here, ``replaycompile.last_st
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 import threading
