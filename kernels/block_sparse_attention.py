@@ -48,13 +48,13 @@ def _fwd_kernel(Q, K, V, O, LSE, SE, QPTR, QIDX, QFULL,
                 GROUP: tl.constexpr, PER_HEAD: tl.constexpr, TREE: tl.constexpr, UPCAST: tl.constexpr,
                 PRECISION: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                 BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid_h, kvh, offs_m, offs_d, offs_kn, m_valid, d_valid = _tb.query_block(n_q, GROUP, PER_HEAD, HEAD_DIM,
-                                                                            BLOCK_D, BLOCK_Q, BLOCK_K)
+    pid_h, kvh, n_qb, offs_m, offs_d, offs_kn, m_valid, d_valid = _tb.query_block(n_q, GROUP, PER_HEAD, HEAD_DIM,
+                                                                                  BLOCK_D, BLOCK_Q, BLOCK_K)
     q = _tb.load_tile(Q + pid_h * s_qh, offs_m, offs_d, s_qn, s_qd, m_valid, d_valid, UPCAST)
     m_i = tl.full([BLOCK_Q], float("-inf"), dtype=tl.float32)
     l_i = tl.full([BLOCK_Q], 0.0, dtype=tl.float32)
     acc = tl.full([BLOCK_Q, BLOCK_D], 0.0, dtype=tl.float32)
-    start, end = _tb.block_list(QPTR, kvh, PER_HEAD)
+    start, end = _tb.block_list(QPTR, n_qb, kvh, PER_HEAD)
     k_base = K + kvh * s_kh
     v_base = V + kvh * s_vh
     for j in range(start, end):
@@ -89,6 +89,7 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SE, KVPTR, KVIDX, KVFULL,
                      BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_n = tl.program_id(0)
     kvh = tl.program_id(1)
+    n_kb = tl.num_programs(0)
     offs_n = pid_n * BLOCK_K + tl.arange(0, BLOCK_K)
     offs_d = tl.arange(0, BLOCK_D)
     offs_qm = tl.arange(0, BLOCK_Q)
@@ -101,7 +102,7 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SE, KVPTR, KVIDX, KVFULL,
         se = tl.load(SE + offs_n, mask=n_valid, other=0)
     dk = tl.full([BLOCK_K, BLOCK_D], 0.0, dtype=tl.float32)
     dv = tl.full([BLOCK_K, BLOCK_D], 0.0, dtype=tl.float32)
-    start, end = _tb.block_list(KVPTR, kvh, PER_HEAD)
+    start, end = _tb.block_list(KVPTR, n_kb, kvh, PER_HEAD)
     for g in range(GROUP):
         h = kvh * GROUP + g
         for j in range(start, end):
@@ -139,8 +140,8 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SE, QPTR, QIDX, QFULL,
                    GROUP: tl.constexpr, PER_HEAD: tl.constexpr, TREE: tl.constexpr, UPCAST: tl.constexpr,
                    PRECISION: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                    BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid_h, kvh, offs_m, offs_d, offs_kn, m_valid, d_valid = _tb.query_block(n_q, GROUP, PER_HEAD, HEAD_DIM,
-                                                                            BLOCK_D, BLOCK_Q, BLOCK_K)
+    pid_h, kvh, n_qb, offs_m, offs_d, offs_kn, m_valid, d_valid = _tb.query_block(n_q, GROUP, PER_HEAD, HEAD_DIM,
+                                                                                  BLOCK_D, BLOCK_Q, BLOCK_K)
     q_mask = m_valid[:, None] & d_valid[None, :]
     q = _tb.load_tile(Q + pid_h * s_qh, offs_m, offs_d, s_qn, s_qd, m_valid, d_valid, UPCAST)
     do = _tb.load_tile(DO + pid_h * s_doh, offs_m, offs_d, s_don, s_dod, m_valid, d_valid, UPCAST)
@@ -148,7 +149,7 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SE, QPTR, QIDX, QFULL,
     lse = tl.where(lse == float("-inf"), float("inf"), lse) * 1.4426950408889634
     delta = tl.load(DELTA + pid_h * n_q + offs_m, mask=m_valid, other=0.0)
     dq = tl.full([BLOCK_Q, BLOCK_D], 0.0, dtype=tl.float32)
-    start, end = _tb.block_list(QPTR, kvh, PER_HEAD)
+    start, end = _tb.block_list(QPTR, n_qb, kvh, PER_HEAD)
     k_base = K + kvh * s_kh
     v_base = V + kvh * s_vh
     for j in range(start, end):

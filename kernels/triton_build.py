@@ -108,24 +108,25 @@ def _load_tile_t(ptr, rows, cols, s_rows, s_cols, rows_ok, cols_ok, UPCAST: tl.c
 
 def _query_block(n_q, GROUP: tl.constexpr, PER_HEAD: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
-    """The prologue of a block-sparse program over (query block, query head): the head, its KV head, and the
-    query, head-dim and key offsets with their bounds."""
+    """The prologue of a block-sparse program over (query block, query head): the head, its KV head, the number of
+    query blocks (grid axis 0), and the query, head-dim and key offsets with their bounds."""
     pid_m = tl.program_id(0)
     pid_h = tl.program_id(1)
+    n_qb = tl.num_programs(0)
     kvh = pid_h // GROUP
     offs_m = pid_m * BLOCK_Q + tl.arange(0, BLOCK_Q)
     offs_d = tl.arange(0, BLOCK_D)
     offs_kn = tl.arange(0, BLOCK_K)
     m_valid = offs_m < n_q
     d_valid = offs_d < HEAD_DIM
-    return pid_h, kvh, offs_m, offs_d, offs_kn, m_valid, d_valid
+    return pid_h, kvh, n_qb, offs_m, offs_d, offs_kn, m_valid, d_valid
 
 
-def _block_list(PTR, kvh, PER_HEAD: tl.constexpr):
+def _block_list(PTR, n_blocks, kvh, PER_HEAD: tl.constexpr):
     """(start, end) of this program's list in CSR block lists ``PTR`` (``BlockLayout``): program axis 0 walks
-    the blocks, KV head ``kvh`` picks the lists of a per-head layout."""
+    the ``n_blocks`` blocks, KV head ``kvh`` picks the lists of a per-head layout. (The kernels read
+    ``n_blocks`` in their first lines, as they did before this was shared: the PTX stays the same.)"""
     pid = tl.program_id(0)
-    n_blocks = tl.num_programs(0)
     lh = kvh if PER_HEAD else 0
     row = lh * (n_blocks + 1) + pid
     start = tl.load(PTR + row)
