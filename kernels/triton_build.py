@@ -1,6 +1,6 @@
 """The Triton side every kernel module shares: Triton imported on first use, a kernel built for its device, and
-the device functions the kernels call (a tile load, the block-sparse kernels' query-block prologue, one step of
-the online softmax).
+the device functions the kernels call (masked tile loads, the block-sparse kernels' query-block prologue and
+block-list range, one step of the online softmax).
 
 Triton is imported when a kernel is first built, never with a module: ``attention="torch"`` and the ops' CPU
 paths must import and run where Triton is not installed. A kernel module declares ``triton = tl = None`` and its
@@ -35,7 +35,7 @@ load_tile = load_tile_t = query_block = block_list = online_softmax = None
 def load():
     """Import Triton (once) and make the device functions; returns the ``triton`` module."""
     global triton, tl, load_tile, load_tile_t, query_block, block_list, online_softmax
-    if tl is None:
+    if online_softmax is None:  # the last thing made: a failed first load is tried again
         import triton as _triton
         import triton.language as _tl
         from triton.runtime.interpreter import InterpretedFunction
