@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from replaycompile.kernels import block_sparse_attention as bsa
-from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, tree_block_mask
+from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, cdiv, tree_block_mask
 from replaycompile.kernels.block_sparse_reference import budget_visibility_mask, masked_attention_reference
 from replaycompile.kernels import tree_attention as tree_attention_module
 from replaycompile.kernels.tree_attention import tree_attention
@@ -191,7 +191,7 @@ def correctness(args, device, res, save):
     nq, nk, hq, hkv, d = (40, 70, 4, 2, 16) if args.dry_run else (1500, 2600, 8, 2, 128)
     dt = torch.bfloat16
     bq, bk = bsa.default_blocks(d, dt, device.type)
-    sel = torch.rand(hkv, -(-nq // bq), -(-nk // bk), generator=g) < 0.5
+    sel = torch.rand(hkv, cdiv(nq, bq), cdiv(nk, bk), generator=g) < 0.5
     lay = BlockLayout.from_block_masks(*causal_block_mask(nq, nk, bq, bk, sel), bq, bk, nq, nk).to(device)
     q = torch.randn(1, hq, nq, d, generator=g).to(device, dt)
     k = torch.randn(1, hkv, nk, d, generator=g).to(device, dt)

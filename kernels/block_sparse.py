@@ -25,7 +25,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["BlockLayout", "tree_block_mask", "causal_block_mask", "cdiv", "next_power_of_2"]
+__all__ = ["BlockLayout", "tree_block_mask", "causal_block_mask", "cdiv", "next_power_of_2", "mask_visible",
+           "budget_bucket"]
+
+# The small helpers every kernel, the schedule and the passes share live here, once: ceil division, the power of
+# two a Triton tile needs, an SDPA mask read as visibility, and the bucket of a Sparrow page table.
 
 
 def cdiv(a: int, b: int) -> int:
@@ -36,6 +40,29 @@ def cdiv(a: int, b: int) -> int:
 def next_power_of_2(n: int) -> int:
     """The smallest power of two >= n (1 for n <= 1), as ``triton.next_power_of_2`` without importing Triton."""
     return 1 << max(n - 1, 0).bit_length()
+
+
+def mask_visible(mask: Tensor, strict: bool = False) -> Tensor | None:
+    """bool visibility of an SDPA mask: a bool mask as it is; an additive float mask visible where it is above
+    ``finfo.min / 2`` (0 for visible, a very negative value for hidden, as transformers builds them).
+
+    ``strict``: None unless every float value is 0 or very negative (a soft bias such as ALiBi is not a
+    visibility pattern), and None for a mask of any other dtype. Otherwise such values raise no error: they
+    count as visible."""
+    if mask.dtype == torch.bool:
+        return mask
+    if strict and not mask.is_floating_point():
+        return None
+    floor = torch.finfo(mask.dtype).min / 2
+    if strict and not bool(((mask == 0) | (mask <= floor)).all()):
+        return None
+    return mask > floor
+
+
+def budget_bucket(kv_len: int, bucket_tokens: int, n_buckets: int) -> int:
+    """The entry of a Sparrow page table that holds at this KV length: bucket ``i`` covers lengths
+    ``(i * bucket_tokens, (i + 1) * bucket_tokens]``, the last entry every longer one."""
+    return min(max(kv_len - 1, 0) // bucket_tokens, n_buckets - 1)
 
 
 @dataclass(frozen=True, eq=False)

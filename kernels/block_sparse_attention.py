@@ -13,11 +13,8 @@ GQA reads KV head ``h // group`` and never repeats K/V in memory.
 
 The same Python functions become ``triton.jit`` kernels on CUDA (autotuned over warps/stages) and Triton
 interpreter kernels for CPU tensors, so the CPU test suite and ``attention="triton"`` on a CPU machine run the
-very kernel source a GPU runs. The interpreter mishandles bfloat16 arithmetic, so there (only) inputs are upcast
-to float32 right after loading (``UPCAST``). The kernels call only Triton builtins (``tl.full``, ``tl.reduce``
-with the standard combine functions), never the library's ``@triton.jit`` helpers (``tl.zeros``, ``tl.max``):
-those are plain JIT functions unless ``TRITON_INTERPRET=1`` was set before Triton was imported, and
-``torch.compile`` imports Triton early, so this keeps CPU execution independent of that variable.
+very kernel source a GPU runs; ``triton_build.py`` builds them (importing Triton on first use) and holds the device
+functions they share with the decode kernel (tile loads, the query-block prologue, the online-softmax step).
 
 ``block_sparse_attention`` is the public custom op for budgets (Sparrow); the tree-attention op calls
 ``forward`` / ``backward`` here directly. Pure-torch specification: ``block_sparse_reference.py``.
@@ -25,27 +22,15 @@ those are plain JIT functions unless ``TRITON_INTERPRET=1`` was set before Trito
 
 from __future__ import annotations
 
-import functools
 
 import torch
 from torch import Tensor
 
 from . import autocast as _autocast
+from . import triton_build as _tb
 from .block_sparse import BlockLayout, next_power_of_2
 
-# Triton is imported on the first kernel launch, not with this module: attention="torch", the budget op's CPU path
-# and the tree-attention op's CPU path must import and run where Triton is not installed. The kernel sources
-# below read ``tl`` from this module's globals only when Triton compiles or interprets them, and their
-# ``tl.constexpr`` annotations stay strings (``from __future__ import annotations``), so binding it late works.
-triton = tl = None
-
-
-def _load_triton() -> None:
-    global triton, tl
-    if tl is None:
-        import triton as _triton
-        import triton.language as _tl
-        triton, tl = _triton, _tl
+triton = tl = None  # bound by triton_build on the first kernel build: the CPU paths import no Triton
 
 __all__ = ["forward", "backward", "block_sparse_attention", "supported", "default_blocks"]
 
@@ -63,26 +48,13 @@ def _fwd_kernel(Q, K, V, O, LSE, SE, QPTR, QIDX, QFULL,
                 GROUP: tl.constexpr, PER_HEAD: tl.constexpr, TREE: tl.constexpr, UPCAST: tl.constexpr,
                 PRECISION: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                 BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_h = tl.program_id(1)
-    n_qb = tl.num_programs(0)
-    kvh = pid_h // GROUP
-    lh = kvh if PER_HEAD else 0
-    offs_m = pid_m * BLOCK_Q + tl.arange(0, BLOCK_Q)
-    offs_d = tl.arange(0, BLOCK_D)
-    offs_kn = tl.arange(0, BLOCK_K)
-    m_valid = offs_m < n_q
-    d_valid = offs_d < HEAD_DIM
-    q = tl.load(Q + pid_h * s_qh + offs_m[:, None] * s_qn + offs_d[None, :] * s_qd,
-                mask=m_valid[:, None] & d_valid[None, :], other=0.0)
-    if UPCAST:
-        q = q.to(tl.float32)
+    pid_h, kvh, n_qb, offs_m, offs_d, offs_kn, m_valid, d_valid = _tb.query_block(n_q, GROUP, PER_HEAD, HEAD_DIM,
+                                                                                  BLOCK_D, BLOCK_Q, BLOCK_K)
+    q = _tb.load_tile(Q + pid_h * s_qh, offs_m, offs_d, s_qn, s_qd, m_valid, d_valid, UPCAST)
     m_i = tl.full([BLOCK_Q], float("-inf"), dtype=tl.float32)
     l_i = tl.full([BLOCK_Q], 0.0, dtype=tl.float32)
     acc = tl.full([BLOCK_Q, BLOCK_D], 0.0, dtype=tl.float32)
-    row = lh * (n_qb + 1) + pid_m
-    start = tl.load(QPTR + row)
-    end = tl.load(QPTR + row + 1)
+    start, end = _tb.block_list(QPTR, n_qb, kvh, PER_HEAD)
     k_base = K + kvh * s_kh
     v_base = V + kvh * s_vh
     for j in range(start, end):
@@ -90,13 +62,8 @@ def _fwd_kernel(Q, K, V, O, LSE, SE, QPTR, QIDX, QFULL,
         is_full = tl.load(QFULL + j)
         offs_n = kb * BLOCK_K + offs_kn
         n_valid = offs_n < n_k
-        kt = tl.load(k_base + offs_n[None, :] * s_kn + offs_d[:, None] * s_kd,
-                     mask=n_valid[None, :] & d_valid[:, None], other=0.0)
-        v = tl.load(v_base + offs_n[:, None] * s_vn + offs_d[None, :] * s_vd,
-                    mask=n_valid[:, None] & d_valid[None, :], other=0.0)
-        if UPCAST:
-            kt = kt.to(tl.float32)
-            v = v.to(tl.float32)
+        kt = _tb.load_tile_t(k_base, offs_n, offs_d, s_kn, s_kd, n_valid, d_valid, UPCAST)
+        v = _tb.load_tile(v_base, offs_n, offs_d, s_vn, s_vd, n_valid, d_valid, UPCAST)
         s = tl.dot(q, kt, input_precision=PRECISION) * scale_log2
         if is_full == 0:
             vis = (offs_n[None, :] <= offs_m[:, None] + causal_offset) & n_valid[None, :] & m_valid[:, None]
@@ -104,13 +71,7 @@ def _fwd_kernel(Q, K, V, O, LSE, SE, QPTR, QIDX, QFULL,
                 se = tl.load(SE + offs_n, mask=n_valid, other=0)
                 vis = vis & (offs_m[:, None] < se[None, :])
             s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.reduce(s, 1, tl.standard._elementwise_max))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with nothing visible yet
-        p = tl.math.exp2(s - m_safe[:, None])
-        alpha = tl.math.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.reduce(p, 1, tl.standard._sum_combine)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
-        m_i = m_new
+        m_i, l_i, acc = _tb.online_softmax(s, m_i, l_i, acc, v, PRECISION)
     l_safe = tl.where(l_i == 0.0, 1.0, l_i)
     out = acc / l_safe[:, None]
     lse = tl.where(l_i == 0.0, float("-inf"), (m_i + tl.math.log2(l_safe)) * 0.6931471805599453)
@@ -129,25 +90,19 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SE, KVPTR, KVIDX, KVFULL,
     pid_n = tl.program_id(0)
     kvh = tl.program_id(1)
     n_kb = tl.num_programs(0)
-    lh = kvh if PER_HEAD else 0
     offs_n = pid_n * BLOCK_K + tl.arange(0, BLOCK_K)
     offs_d = tl.arange(0, BLOCK_D)
     offs_qm = tl.arange(0, BLOCK_Q)
     n_valid = offs_n < n_k
     d_valid = offs_d < HEAD_DIM
     kv_mask = n_valid[:, None] & d_valid[None, :]
-    k = tl.load(K + kvh * s_kh + offs_n[:, None] * s_kn + offs_d[None, :] * s_kd, mask=kv_mask, other=0.0)
-    v = tl.load(V + kvh * s_vh + offs_n[:, None] * s_vn + offs_d[None, :] * s_vd, mask=kv_mask, other=0.0)
-    if UPCAST:
-        k = k.to(tl.float32)
-        v = v.to(tl.float32)
+    k = _tb.load_tile(K + kvh * s_kh, offs_n, offs_d, s_kn, s_kd, n_valid, d_valid, UPCAST)
+    v = _tb.load_tile(V + kvh * s_vh, offs_n, offs_d, s_vn, s_vd, n_valid, d_valid, UPCAST)
     if TREE:
         se = tl.load(SE + offs_n, mask=n_valid, other=0)
     dk = tl.full([BLOCK_K, BLOCK_D], 0.0, dtype=tl.float32)
     dv = tl.full([BLOCK_K, BLOCK_D], 0.0, dtype=tl.float32)
-    row = lh * (n_kb + 1) + pid_n
-    start = tl.load(KVPTR + row)
-    end = tl.load(KVPTR + row + 1)
+    start, end = _tb.block_list(KVPTR, n_kb, kvh, PER_HEAD)
     for g in range(GROUP):
         h = kvh * GROUP + g
         for j in range(start, end):
@@ -155,13 +110,8 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, SE, KVPTR, KVIDX, KVFULL,
             is_full = tl.load(KVFULL + j)
             offs_m = qb * BLOCK_Q + offs_qm
             m_valid = offs_m < n_q
-            q_mask = m_valid[:, None] & d_valid[None, :]
-            q = tl.load(Q + h * s_qh + offs_m[:, None] * s_qn + offs_d[None, :] * s_qd, mask=q_mask, other=0.0)
-            do = tl.load(DO + h * s_doh + offs_m[:, None] * s_don + offs_d[None, :] * s_dod, mask=q_mask,
-                         other=0.0)
-            if UPCAST:
-                q = q.to(tl.float32)
-                do = do.to(tl.float32)
+            q = _tb.load_tile(Q + h * s_qh, offs_m, offs_d, s_qn, s_qd, m_valid, d_valid, UPCAST)
+            do = _tb.load_tile(DO + h * s_doh, offs_m, offs_d, s_don, s_dod, m_valid, d_valid, UPCAST)
             lse = tl.load(LSE + h * n_q + offs_m, mask=m_valid, other=0.0)
             lse = tl.where(lse == float("-inf"), float("inf"), lse) * 1.4426950408889634
             delta = tl.load(DELTA + h * n_q + offs_m, mask=m_valid, other=0.0)
@@ -190,29 +140,16 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SE, QPTR, QIDX, QFULL,
                    GROUP: tl.constexpr, PER_HEAD: tl.constexpr, TREE: tl.constexpr, UPCAST: tl.constexpr,
                    PRECISION: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                    BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_h = tl.program_id(1)
-    n_qb = tl.num_programs(0)
-    kvh = pid_h // GROUP
-    lh = kvh if PER_HEAD else 0
-    offs_m = pid_m * BLOCK_Q + tl.arange(0, BLOCK_Q)
-    offs_d = tl.arange(0, BLOCK_D)
-    offs_kn = tl.arange(0, BLOCK_K)
-    m_valid = offs_m < n_q
-    d_valid = offs_d < HEAD_DIM
+    pid_h, kvh, n_qb, offs_m, offs_d, offs_kn, m_valid, d_valid = _tb.query_block(n_q, GROUP, PER_HEAD, HEAD_DIM,
+                                                                                  BLOCK_D, BLOCK_Q, BLOCK_K)
     q_mask = m_valid[:, None] & d_valid[None, :]
-    q = tl.load(Q + pid_h * s_qh + offs_m[:, None] * s_qn + offs_d[None, :] * s_qd, mask=q_mask, other=0.0)
-    do = tl.load(DO + pid_h * s_doh + offs_m[:, None] * s_don + offs_d[None, :] * s_dod, mask=q_mask, other=0.0)
-    if UPCAST:
-        q = q.to(tl.float32)
-        do = do.to(tl.float32)
+    q = _tb.load_tile(Q + pid_h * s_qh, offs_m, offs_d, s_qn, s_qd, m_valid, d_valid, UPCAST)
+    do = _tb.load_tile(DO + pid_h * s_doh, offs_m, offs_d, s_don, s_dod, m_valid, d_valid, UPCAST)
     lse = tl.load(LSE + pid_h * n_q + offs_m, mask=m_valid, other=0.0)
     lse = tl.where(lse == float("-inf"), float("inf"), lse) * 1.4426950408889634
     delta = tl.load(DELTA + pid_h * n_q + offs_m, mask=m_valid, other=0.0)
     dq = tl.full([BLOCK_Q, BLOCK_D], 0.0, dtype=tl.float32)
-    row = lh * (n_qb + 1) + pid_m
-    start = tl.load(QPTR + row)
-    end = tl.load(QPTR + row + 1)
+    start, end = _tb.block_list(QPTR, n_qb, kvh, PER_HEAD)
     k_base = K + kvh * s_kh
     v_base = V + kvh * s_vh
     for j in range(start, end):
@@ -220,13 +157,8 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, SE, QPTR, QIDX, QFULL,
         is_full = tl.load(QFULL + j)
         offs_n = kb * BLOCK_K + offs_kn
         n_valid = offs_n < n_k
-        k = tl.load(k_base + offs_n[:, None] * s_kn + offs_d[None, :] * s_kd,
-                    mask=n_valid[:, None] & d_valid[None, :], other=0.0)
-        vt = tl.load(v_base + offs_n[None, :] * s_vn + offs_d[:, None] * s_vd,
-                     mask=n_valid[None, :] & d_valid[:, None], other=0.0)
-        if UPCAST:
-            k = k.to(tl.float32)
-            vt = vt.to(tl.float32)
+        k = _tb.load_tile(k_base, offs_n, offs_d, s_kn, s_kd, n_valid, d_valid, UPCAST)
+        vt = _tb.load_tile_t(v_base, offs_n, offs_d, s_vn, s_vd, n_valid, d_valid, UPCAST)
         s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale_log2
         p = tl.math.exp2(s - lse[:, None])
         if is_full == 0:
@@ -249,16 +181,9 @@ def _gpu_configs():
     return [triton.Config({}, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3)]
 
 
-@functools.lru_cache(maxsize=None)
 def _kernel(name: str, interpret: bool):
-    _load_triton()
     fn = {"fwd": _fwd_kernel, "dkdv": _bwd_dkdv_kernel, "dq": _bwd_dq_kernel}[name]
-    if interpret:
-        from triton.runtime.interpreter import InterpretedFunction
-        return InterpretedFunction(fn)
-    from triton.runtime.jit import JITFunction
-    tuned = triton.autotune(configs=_gpu_configs(), key=["HEAD_DIM", "GROUP", "TREE", "BLOCK_Q", "BLOCK_K"])
-    return tuned(JITFunction(fn))
+    return _tb.build(fn, interpret, _gpu_configs, ("HEAD_DIM", "GROUP", "TREE", "BLOCK_Q", "BLOCK_K"))
 
 
 # ------------------------------------------------------------------------------------------------ launchers

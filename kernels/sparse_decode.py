@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import logging
 
 import torch
@@ -36,18 +35,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from . import autocast as _autocast
-from .block_sparse import cdiv, next_power_of_2
+from . import triton_build as _tb
+from .block_sparse import budget_bucket, cdiv, mask_visible, next_power_of_2
 
-# Triton is imported on the first kernel launch (see block_sparse_attention.py): the CPU paths need none
-triton = tl = None
-
-
-def _load_triton() -> None:
-    global triton, tl
-    if tl is None:
-        import triton as _triton
-        import triton.language as _tl
-        triton, tl = _triton, _tl
+triton = tl = None  # bound by triton_build on the first kernel build: the CPU paths import no Triton
 
 log = logging.getLogger("replaycompile")
 
@@ -59,9 +50,7 @@ def visible_keys(mask: Tensor, batch: int) -> Tensor:
     """bool [B, L] of keys the (single) query may see, from an SDPA mask [B|1, 1, 1, L] (bool, or additive
     float with 0 for visible)."""
     m = mask.reshape(mask.shape[0], -1) if mask.dim() > 1 else mask[None]
-    if m.dtype != torch.bool:
-        m = m > torch.finfo(m.dtype).min / 2
-    return m.expand(batch, -1)
+    return mask_visible(m).expand(batch, -1)
 
 
 def _kv_len(visible: Tensor) -> int:
@@ -77,7 +66,7 @@ def _kv_len(visible: Tensor) -> int:
 def sparrow_budget(mask: Tensor, table: Tensor, bucket_tokens: int) -> Tensor:
     """int64 [2] on CPU: (KV length, pages to select by score) for this decode step."""
     kv_len = _kv_len(visible_keys(mask, mask.shape[0]))
-    bucket = min(max(kv_len - 1, 0) // bucket_tokens, table.shape[0] - 1)
+    bucket = budget_bucket(kv_len, bucket_tokens, table.shape[0])  # as SparrowSchedule.bucket
     return torch.tensor([kv_len, int(table[bucket])], dtype=torch.int64)
 
 
@@ -119,7 +108,7 @@ class PageState:
         vis = visible[:, s:e].to(torch.float32)
         self.sums.index_add_(2, pages, k[:, :, s:e].to(torch.float32) * vis[:, None, :, None])
         self.counts.index_add_(1, pages, vis)
-        p0, p1 = s // self.page_size, (e - 1) // self.page_size + 1  # only these pages changed
+        p0, p1 = s // self.page_size, cdiv(e, self.page_size)  # only these pages changed
         self.cent[:, :, p0:p1] = self.sums[:, :, p0:p1] / self.counts[:, None, p0:p1, None].clamp_min(1.0)
         self.upto = e
         self.first = k[:, :, 0].clone()
@@ -305,10 +294,7 @@ def _decode_kernel(Q, K, V, VIS, PAGES, O_ACC, O_M, O_L,
     offs_n = tl.arange(0, BLOCK_N)
     g_valid = offs_g < GROUP
     d_valid = offs_d < HEAD_DIM
-    q = tl.load(Q + b * s_qb + (h * GROUP + offs_g[:, None]) * s_qh + offs_d[None, :] * s_qd,
-                mask=g_valid[:, None] & d_valid[None, :], other=0.0)
-    if UPCAST:
-        q = q.to(tl.float32)
+    q = _tb.load_tile(Q + b * s_qb, h * GROUP + offs_g, offs_d, s_qh, s_qd, g_valid, d_valid, UPCAST)
     m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
     l_i = tl.full([BLOCK_G], 0.0, dtype=tl.float32)
     acc = tl.full([BLOCK_G, BLOCK_D], 0.0, dtype=tl.float32)
@@ -323,36 +309,19 @@ def _decode_kernel(Q, K, V, VIS, PAGES, O_ACC, O_M, O_L,
         ok = slot_ok & (pos < length)
         vis = tl.load(VIS + b * s_visb + pos, mask=ok, other=0) != 0
         ok = ok & vis
-        kt = tl.load(K + b * s_kb + h * s_kh + pos[None, :] * s_kn + offs_d[:, None] * s_kd,
-                     mask=ok[None, :] & d_valid[:, None], other=0.0)
-        v = tl.load(V + b * s_vb + h * s_vh + pos[:, None] * s_vn + offs_d[None, :] * s_vd,
-                    mask=ok[:, None] & d_valid[None, :], other=0.0)
-        if UPCAST:
-            kt = kt.to(tl.float32)
-            v = v.to(tl.float32)
+        kt = _tb.load_tile_t(K + b * s_kb + h * s_kh, pos, offs_d, s_kn, s_kd, ok, d_valid, UPCAST)
+        v = _tb.load_tile(V + b * s_vb + h * s_vh, pos, offs_d, s_vn, s_vd, ok, d_valid, UPCAST)
         s = tl.dot(q, kt) * scale_log2
         s = tl.where(ok[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.reduce(s, 1, tl.standard._elementwise_max))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.math.exp2(s - m_safe[:, None])
-        alpha = tl.math.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.reduce(p, 1, tl.standard._sum_combine)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
+        m_i, l_i, acc = _tb.online_softmax(s, m_i, l_i, acc, v, None)  # None: tl.dot's default precision
     base = ((b * hkv + h) * N_SPLIT + sp) * BLOCK_G
     tl.store(O_ACC + (base + offs_g[:, None]) * BLOCK_D + offs_d[None, :], acc)
     tl.store(O_M + base + offs_g, m_i)
     tl.store(O_L + base + offs_g, l_i)
 
 
-@functools.lru_cache(maxsize=None)
 def _decode_fn(interpret: bool):
-    _load_triton()
-    if interpret:
-        from triton.runtime.interpreter import InterpretedFunction
-        return InterpretedFunction(_decode_kernel)
-    from triton.runtime.jit import JITFunction
-    return JITFunction(_decode_kernel)
+    return _tb.build(_decode_kernel, interpret)
 
 
 def triton_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tensor, page_size: int,

@@ -33,6 +33,8 @@ from __future__ import annotations
 import torch
 import torch.fx as fx
 
+from replaycompile.kernels.block_sparse import mask_visible
+
 from .analysis import same_size
 
 DENSE = 64            # the dense run at the start and the end of every virtual sequence
@@ -184,15 +186,9 @@ def _mentions(args, size) -> bool:
 
 
 def visible(mask: torch.Tensor) -> torch.Tensor | None:
-    """bool visibility of a mask value: bool as is; float 0 / very negative; None for an additive bias."""
-    if mask.dtype == torch.bool:
-        return mask
-    if mask.is_floating_point():
-        ok = (mask == 0) | (mask <= torch.finfo(mask.dtype).min / 2)
-        if not bool(ok.all()):
-            return None  # an additive bias (ALiBi, soft masks): not a visibility pattern
-        return mask == 0
-    return None
+    """bool visibility of a mask value: bool as is; float 0 / very negative; None for an additive bias (ALiBi,
+    soft masks: not a visibility pattern) or a mask of another dtype."""
+    return mask_visible(mask, strict=True)
 
 
 def describe_mismatch(vis: torch.Tensor, ref: torch.Tensor, qvalid: torch.Tensor, qpos: torch.Tensor,

@@ -9,7 +9,8 @@ Sparse rollouts (Sparrow): ``replaycompile.SparrowSchedule``, ``replaycompile.ro
 
 import importlib
 
-from .backend import DEFAULT_MIN_SHARED_TOKENS, ReplayOptions, last_stats, parse_options
+from .backend import DEFAULT_MIN_SHARED_TOKENS, ReplayOptions, parse_options
+from .stats import last_stats
 from .schedule import SparrowSchedule
 from .integrations.trl import install_guard as _install_trl_guard
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import threading
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -31,6 +30,7 @@ from replaycompile.kernels.block_sparse_attention import default_blocks
 from replaycompile.kernels.tree_attention import calls_by_path, ran_since
 
 from .plan import ReplayPlan, build_plan, content_plan, shares_exactly, split_shared
+from .stats import GraphStats, current_step, last_stats, record as _record  # noqa: F401 - last_stats: public
 
 log = logging.getLogger("replaycompile")
 
@@ -88,54 +88,10 @@ def parse_options(options: dict | None) -> ReplayOptions:
     return ReplayOptions(**options)
 
 
-# ---------------------------------------------------------------------------------------------------- stats
+# ------------------------------------------------------------------------------------------------ declines
 
-_stats_lock = threading.Lock()
-_last_stats: dict | None = None
+# (last_stats() and the step record live in stats.py, one schema for both kinds of graph)
 _logged_reasons: set = set()
-
-
-def last_stats() -> dict | None:
-    """A dict describing the most recent call of a replay-compiled graph (None before the first call)."""
-    with _stats_lock:
-        return None if _last_stats is None else dict(_last_stats)
-
-
-_calls = itertools.count(1)
-# the step being recorded: the graphs that ran on one batch (one plan), in call order
-_step: dict = {"key": None, "graphs": []}
-_partial_logged: set = set()
-
-
-def _record(stats: dict, key: Any = None, graph: str | None = None) -> None:
-    """Stats of one call of one graph. Calls with the same ``key`` (the batch whose plan they share: the graphs
-    of one forward that a graph break, a DDP bucket split or FSDP cut apart) make up one step; ``last_stats()``
-    is that step: the first graph's figures, ``applied`` only if every graph that could share did, and
-    ``graphs`` listing each graph's own entry. ``call`` numbers them, so a caller can tell fresh stats from
-    those of an earlier call (a call Dynamo ran without the backend, e.g. past its recompile limit, records
-    nothing)."""
-    global _last_stats
-    with _stats_lock:
-        if key is None or key is not _step["key"]:
-            _step["key"], _step["graphs"] = key, []
-        entry = {**stats, "graph": graph}
-        graphs = _step["graphs"]
-        graphs.append(entry)
-        summary = dict(graphs[0])
-        summary["applied"] = all(g["applied"] for g in graphs)
-        unpacked = [g for g in graphs if not g["applied"]]
-        if len(graphs) > 1 and unpacked:
-            summary["fallback_reason"] = "; ".join(f"graph {g['graph']} ran unpacked: {g['fallback_reason']}"
-                                                   for g in unpacked)
-            if len(unpacked) < len(graphs) and (graph, stats.get("fallback_reason")) not in _partial_logged \
-                    and not entry["applied"]:
-                _partial_logged.add((graph, stats.get("fallback_reason")))
-                log.warning("replay: a step ran partly packed: graph %s ran unpacked (%s), %d of the step's %d "
-                            "graphs so far were packed; last_stats()['graphs'] lists each", graph,
-                            stats.get("fallback_reason"), len(graphs) - len(unpacked), len(graphs))
-        summary["graphs"] = [dict(g) for g in graphs]
-        summary["graphs_packed"] = len(graphs) - len(unpacked)
-        _last_stats = {**summary, "call": next(_calls)}
 
 
 def _log_once(reason: str) -> None:
@@ -478,24 +434,20 @@ class ReplayGraph:
             tokens_in = plan.tokens_in if plan is not None else (
                 int(am.sum()) if am is not None else (ids.numel() if ids is not None else None))
             unpacked = ids.numel() if ids is not None else None
-        _record({
-            "applied": applied,
-            "rows": rows,
-            "tokens_in": tokens_in,
-            "tokens_computed": plan.num_packed if applied else unpacked,
-            # packed from activations another graph of the step passed on (no token ids in this graph)
-            "continued": continued,
-            "fallback_reason": reason,
-            # Dynamo recompiles of this frame plus recompiles of its packed graph after the first
-            "recompiles": self.frame_recompiles + max(self._inner.compiles + self._inner_packed.compiles - 1, 0),
-            "mode": self.opts.mode,
+        _record(GraphStats(
+            applied=applied,
+            mode=self.opts.mode,
+            fallback_reason=reason,
+            rows=rows,
+            tokens_in=tokens_in,
+            tokens_computed=plan.num_packed if applied else unpacked,
+            continued=continued,
+            recompiles=self.frame_recompiles + max(self._inner.compiles + self._inner_packed.compiles - 1, 0),
             # what ran, not what was asked for: unsupported inputs run the PyTorch path even with a layout
-            "attention": self._attention_ran if applied else None,
-            # detach_prefix: the tokens that ran without autograd (the shared ones)
-            "shared_no_grad": split.num_shared if applied and split is not None else None,
-            # vocabulary gathers run as the chunked LM head (replaycompile::chunked_logprobs)
-            "lm_head_chunked": self._lm_head_ran if applied else 0,
-        }, key=key, graph=self.name)
+            attention=self._attention_ran if applied else None,
+            shared_no_grad=split.num_shared if applied and split is not None else None,
+            lm_head_chunked=self._lm_head_ran if applied else 0,
+        ), key=key, graph=self.name)
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):
         if log_it:
@@ -827,7 +779,7 @@ class ReplayGraph:
                 if vis is None:
                     return self.plain(*args)
                 valid = _valid_from_mask(vis, b, t)
-            prev = _step["key"]
+            prev = current_step()
             # FSDP hands each layer fresh input tensors (its post-backward hook wraps them), untagged: inputs
             # that the step's batch packs exactly continue that step, with its plan
             if isinstance(prev, _Batch) and (prev.plan.batch_size, prev.plan.seq_len) == (b, t) and \
@@ -972,8 +924,8 @@ class SparrowGraph:
     def __call__(self, *args):
         if self.info is None:
             out = self.fn(*args)
-            _record({"applied": False, "mode": "sparrow", "sparse_layers": [], "dense_layers": [],
-                     "fallback_reason": self.reason, "cache_copied": False})
+            _record(GraphStats(applied=False, mode="sparrow", fallback_reason=self.reason, sparse_layers=[],
+                               dense_layers=[], cache_copied=False))
             return out
         if self.schedule.structure() != self.structure:
             raise ValueError("replay backend: the Sparrow schedule's page size, bucket size, reserved pages or dense "
@@ -983,9 +935,8 @@ class SparrowGraph:
         out = self.fn(*args, self.schedule.table(padded=True))
         _sparrow_count[0] += 1
         # cache_copied: the step padded and copied a KV cache not sized in whole pages (warned once)
-        _record({"applied": True, "mode": "sparrow", "sparse_layers": self.info.sparse_layers,
-                 "dense_layers": self.info.dense_layers, "fallback_reason": None,
-                 "cache_copied": self._cache_copies() > copies})
+        _record(GraphStats(applied=True, mode="sparrow", sparse_layers=self.info.sparse_layers,
+                           dense_layers=self.info.dense_layers, cache_copied=self._cache_copies() > copies))
         return out
 
 

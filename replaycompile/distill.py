@@ -66,7 +66,7 @@ def training_selection(q: Tensor, k: Tensor, key_visible: Tensor, schedule: Spar
 def sparse_training_attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
                               **kwargs):
     """A transformers attention function: Sparrow's page budget in training (see the module docstring)."""
-    from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask
+    from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, mask_visible
 
     sched = _state["schedule"]
     layer = getattr(module, "layer_idx", None)
@@ -80,7 +80,7 @@ def sparse_training_attention(module, query, key, value, attention_mask, dropout
         key_vis = torch.ones(b, key.shape[2], dtype=torch.bool, device=query.device)
     else:  # the last query of a causal, left-padded row sees exactly the row's real keys
         m = attention_mask[:, 0, -1, :]
-        key_vis = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
+        key_vis = mask_visible(m)
     p = sched.page_size
     outs = []
     for i in range(b):

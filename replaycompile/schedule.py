@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import Tensor
 
-from replaycompile.kernels.block_sparse import cdiv
+from replaycompile.kernels.block_sparse import budget_bucket, cdiv
 
 __all__ = ["SparrowSchedule", "MAX_BUCKETS"]
 
@@ -96,7 +96,9 @@ class SparrowSchedule:
 
     # -- budget
     def bucket(self, kv_len: int) -> int:
-        return min(max(kv_len - 1, 0) // self.bucket_tokens, len(self.pages) - 1)
+        """The page-table entry that holds at this KV length (the decode graph's sparrow_budget node reads
+        the same one)."""
+        return budget_bucket(kv_len, self.bucket_tokens, len(self.pages))
 
     def topk_pages(self, kv_len: int) -> int:
         """Pages chosen by score at this KV length (reserved pages not included)."""

@@ -25,7 +25,7 @@ import replaycompile
 from replaycompile import backend
 from replaycompile.kernels import block_sparse_attention as bsa
 from replaycompile.kernels import tree_attention as ta
-from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, tree_block_mask
+from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, cdiv, tree_block_mask
 from replaycompile.kernels.block_sparse_reference import budget_visibility_mask, masked_attention_reference
 from replaycompile.kernels.tree_attention import tree_attention
 from replaycompile.kernels.tree_attention_reference import tree_attention_reference, tree_visibility_mask
@@ -43,7 +43,7 @@ TOLS = {
 def _brute_block_masks(mask: torch.Tensor, bq: int, bk: int):
     """(visible, full) per block pair from a dense [H, Nq, Nk] token mask; full needs complete blocks."""
     h, nq, nk = mask.shape
-    nqb, nkb = -(-nq // bq), -(-nk // bk)
+    nqb, nkb = cdiv(nq, bq), cdiv(nk, bk)
     vis = torch.zeros(h, nqb, nkb, dtype=torch.bool)
     full = torch.zeros_like(vis)
     for i in range(nqb):
@@ -101,7 +101,7 @@ def test_tree_block_mask_equals_brute_force(seed, n_roots, n_children, max_len, 
 def test_budget_block_mask_equals_brute_force(nq, extra, heads, seed, bq, bk):
     nk = nq + extra
     g = torch.Generator().manual_seed(seed)
-    sel = torch.rand(heads, -(-nq // bq), -(-nk // bk), generator=g) < 0.5
+    sel = torch.rand(heads, cdiv(nq, bq), cdiv(nk, bk), generator=g) < 0.5
     vis, full = causal_block_mask(nq, nk, bq, bk, sel)
     bvis, bfull = _brute_block_masks(budget_visibility_mask(sel, nq, nk, bq, bk), bq, bk)
     assert torch.equal(vis, bvis)
@@ -225,7 +225,7 @@ def test_budget_random(nq, extra, per_head, seed):
     nk = nq + extra
     g = torch.Generator().manual_seed(seed)
     heads = 2 if per_head else 1
-    sel = torch.rand(heads, -(-nq // 16), -(-nk // 16), generator=g) < 0.6
+    sel = torch.rand(heads, cdiv(nq, 16), cdiv(nk, 16), generator=g) < 0.6
     _check_budget(nq, nk, 4, 2, 16, sel, seed=seed)
 
 

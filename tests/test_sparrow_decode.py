@@ -193,3 +193,27 @@ def test_decode_kernel_compiles_for_hopper():
     # fails (not skips) where the Triton wheel ships ptxas: this is CI's only Hopper check of the decode kernel
     k = compile_for_hopper(sd._decode_kernel, sig, consts, num_warps=4, num_stages=2)
     assert k.metadata.shared <= 232448
+
+
+def test_one_mask_reading_and_one_bucket_rule():
+    """The decode op, the passes and DistillSparse read a mask through one function (kernels/block_sparse.py),
+    and the budget node picks the page-table entry ``SparrowSchedule.bucket`` does."""
+    from replaycompile.kernels.block_sparse import mask_visible
+    from replaycompile.passes.mask_probe import visible
+
+    lo = torch.finfo(torch.float32).min
+    additive = torch.tensor([0.0, lo, 0.0, float("-inf")])
+    assert mask_visible(additive).tolist() == [True, False, True, False]
+    assert visible(additive).tolist() == [True, False, True, False]
+    soft = torch.tensor([0.0, -0.5, lo])  # a bias, not a visibility pattern: the strict reading says so
+    assert mask_visible(soft).tolist() == [True, True, False] and visible(soft) is None
+    assert visible(torch.tensor([1, 0])) is None
+    both = torch.tensor([True, False])
+    assert mask_visible(both) is both and visible(both) is both
+    sched = SparrowSchedule(pages=(1, 2, 3), bucket_tokens=64)
+    table = sched.table(padded=True)
+    for kv_len in (1, 63, 64, 65, 128, 129, 192, 193, 5000):
+        mask = torch.zeros(1, 1, 1, 6000, dtype=torch.bool)
+        mask[..., :kv_len] = True
+        assert sd.sparrow_budget(mask, table, 64).tolist() == [kv_len, sched.topk_pages(kv_len)], kv_len
+        assert sched.topk_pages(kv_len) == sched.pages[min((kv_len - 1) // 64, 2)]

@@ -11,7 +11,7 @@ import torch
 import replaycompile
 import replaycompile.backend as backend
 from helpers import instances_of
-from replaycompile import rollout
+from replaycompile import rollout, stats
 from replaycompile.models import tiny_model
 from replaycompile.retrieval import recall_sequences, retrieval_model
 from replaycompile.schedule import SparrowSchedule
@@ -121,7 +121,7 @@ def test_other_graphs_compile_unchanged_with_a_schedule(sparrow_graphs, caplog):
     model = tiny_model("qwen3", "sdpa", num_hidden_layers=3)
     ids, am = _prompts(t=24)
     compiled = torch.compile(model, backend="replay", options={"schedule": SparrowSchedule.fixed(0), "inner": "eager"})
-    backend._record({"applied": True, "mode": "stale"})  # a previous call's stats must not survive
+    stats.record(stats.GraphStats(applied=True, mode="stale"))  # a previous call's stats must not survive
     with caplog.at_level(logging.WARNING, logger="replaycompile"):
         with torch.no_grad():
             got = compiled(input_ids=ids, attention_mask=am).logits
@@ -153,7 +153,7 @@ def test_a_decode_step_left_dense_warns_once_and_says_so_in_stats(monkeypatch, c
                    lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v) * 1.0):
             f = torch.compile(fn, backend="replay", options=opts)
             for _ in range(2):
-                backend._record({"applied": True, "mode": "stale"})
+                stats.record(stats.GraphStats(applied=True, mode="stale"))
                 out = f(q, k, v)
                 st = replaycompile.last_stats()
                 assert st["mode"] == "sparrow" and st["applied"] is False and "has no mask" in st["fallback_reason"]

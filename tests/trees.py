@@ -178,6 +178,9 @@ def compile_for_hopper(fn, signature: dict, constants: dict, **options):
                         f"the wheel (pip install --force-reinstall triton=={triton.__version__}) or point "
                         f"TRITON_PTXAS_PATH at a CUDA 12.8+ ptxas")
         pytest.skip(f"{e} ({where}) and this Triton install is not a Linux x86_64 wheel")
+    from replaycompile.kernels import triton_build
+
+    triton_build.bind(fn)  # the kernel's module reads Triton and the shared device functions late (triton_build.py)
     compiled = compile(ASTSource(JITFunction(fn), signature, constants), target=GPUTarget("cuda", 90, 32),
                        options=options)
     assert compiled.asm.get("cubin"), "Triton returned no cubin for sm_90"

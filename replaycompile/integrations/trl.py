@@ -203,14 +203,14 @@ def _hf_model(trainer, model):
 # ------------------------------------------------------------------------------------------------ stats
 
 def _stats_call() -> int | None:
-    from replaycompile.backend import last_stats
+    from replaycompile.stats import last_stats
 
     st = last_stats()
     return None if st is None else st.get("call")
 
 
 def _fresh_stats(before) -> dict | None:
-    from replaycompile.backend import last_stats
+    from replaycompile.stats import last_stats
 
     st = last_stats()
     if st is None or st.get("call") == before:

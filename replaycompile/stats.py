@@ -1,0 +1,110 @@
+"""What the last step of replay-compiled graphs did: ``last_stats()``, one record with one schema.
+
+Both kinds of graph the backend compiles record here: a packing graph (``ReplayGraph``: prefix sharing) and a
+Sparrow decode step (``SparrowGraph``). Every record has every field of :class:`GraphStats`; a field that does
+not apply to the graph that ran is None (a decode step has no packed tokens, a packing graph no sparse layers).
+
+Calls with the same ``key`` (the batch whose plan they share: the graphs of one forward that a graph break, a DDP
+bucket split or FSDP cut apart) make up one step; ``last_stats()`` is that step: the first graph's figures,
+``applied`` only if every graph that could share did, ``graphs`` listing each graph's own entry and
+``graphs_packed`` counting the packed ones. ``call`` numbers the steps, so a caller can tell fresh stats from
+those of an earlier call (a call Dynamo ran without the backend, e.g. past its recompile limit, records nothing).
+
+Imports nothing of the project: the backend writes here, ``replaycompile.last_stats`` and the TRL integration read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("replaycompile")
+
+__all__ = ["GraphStats", "last_stats", "record", "current_step"]
+
+
+@dataclass
+class GraphStats:
+    """One call of one compiled graph. The step record ``last_stats()`` returns holds these fields (the step's
+    first graph's values, ``applied`` over all its graphs) plus ``graph``, ``graphs``, ``graphs_packed`` and
+    ``call``."""
+
+    applied: bool
+    mode: str  # "exact" / "detach_prefix" (packing) or "sparrow" (a decode step)
+    fallback_reason: str | None = None  # why it ran unpacked / dense, in words a user can act on
+    # -- a packing graph (None for a Sparrow decode step)
+    rows: int | None = None
+    tokens_in: int | None = None
+    tokens_computed: int | None = None
+    continued: bool | None = None  # packed from activations another graph of the step passed on (no token ids)
+    recompiles: int | None = None  # Dynamo recompiles of the frame plus recompiles of its packed graph
+    attention: str | None = None  # the attention path that ran ("triton", "torch", ...), None when unpacked
+    shared_no_grad: int | None = None  # detach_prefix: the tokens that ran without autograd (the shared ones)
+    lm_head_chunked: int | None = None  # vocabulary gathers run as replaycompile::chunked_logprobs
+    # -- a Sparrow decode step (None for a packing graph)
+    sparse_layers: list[int] | None = None
+    dense_layers: list[int] | None = None
+    cache_copied: bool | None = None  # the step padded and copied a KV cache not sized in whole pages
+
+
+class _StepRecorder:
+    """The process-wide step being recorded and the last finished record (``last_stats`` is a process-wide API:
+    the backend's graphs are called by Dynamo, with no caller object to hand a record to)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.last: dict | None = None
+        self.calls = itertools.count(1)
+        self.key: Any = None
+        self.graphs: list[dict] = []
+        self.partial_logged: set = set()
+
+    def record(self, stats: GraphStats, key: Any = None, graph: str | None = None) -> None:
+        entry = dict(vars(stats), graph=graph)  # a shallow copy: asdict deep-copies, and this runs every decode step
+        with self.lock:
+            if key is None or key is not self.key:
+                self.key, self.graphs = key, []
+            graphs = self.graphs
+            graphs.append(entry)
+            summary = dict(graphs[0])
+            summary["applied"] = all(g["applied"] for g in graphs)
+            unpacked = [g for g in graphs if not g["applied"]]
+            if len(graphs) > 1 and unpacked:
+                summary["fallback_reason"] = "; ".join(f"graph {g['graph']} ran unpacked: {g['fallback_reason']}"
+                                                       for g in unpacked)
+                if len(unpacked) < len(graphs) and not entry["applied"] \
+                        and (graph, stats.fallback_reason) not in self.partial_logged:
+                    self.partial_logged.add((graph, stats.fallback_reason))
+                    log.warning("replay: a step ran partly packed: graph %s ran unpacked (%s), %d of the step's %d "
+                                "graphs so far were packed; last_stats()['graphs'] lists each", graph,
+                                stats.fallback_reason, len(graphs) - len(unpacked), len(graphs))
+            summary["graphs"] = [dict(g) for g in graphs]
+            summary["graphs_packed"] = len(graphs) - len(unpacked)
+            summary["call"] = next(self.calls)
+            self.last = summary
+
+    def last_stats(self) -> dict | None:
+        with self.lock:
+            return None if self.last is None else dict(self.last)
+
+
+_RECORDER = _StepRecorder()
+
+
+def record(stats: GraphStats, key: Any = None, graph: str | None = None) -> None:
+    """Add one graph's call to the step ``key`` (None: a step of its own) and make that step the last stats."""
+    _RECORDER.record(stats, key=key, graph=graph)
+
+
+def current_step() -> Any:
+    """The key of the step being recorded (the batch of the last recorded call), None before any."""
+    return _RECORDER.key
+
+
+def last_stats() -> dict | None:
+    """A dict describing the most recent step of replay-compiled graphs (None before the first call): the fields
+    of :class:`GraphStats` plus ``graph``, ``graphs``, ``graphs_packed`` and ``call``."""
+    return _RECORDER.last_stats()

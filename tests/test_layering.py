@@ -1,0 +1,61 @@
+"""Imports run one way (issue 12): the backend's entry point loads no rollout or Sparrow layer above it, the
+kernels import no pass, no backend and no Triton at module level, and the schedule and stats modules are leaves."""
+
+from __future__ import annotations
+
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _module_level_imports(path: pathlib.Path) -> set[str]:
+    """Modules a file imports when it is imported (statements outside functions), relative ones as '.name'."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            names |= {base} if node.module else {base + a.name for a in node.names}
+    return names
+
+
+def test_kernels_import_only_torch_and_each_other():
+    """Kernels know tensors: no pass, no backend, no rollout, and Triton only inside the paths that build a kernel
+    (kernels/triton_build.py imports it on first use)."""
+    for path in sorted((ROOT / "kernels").glob("*.py")):
+        for name in _module_level_imports(path):
+            assert not name.startswith(("replaycompile", "passes", "triton", "..")), f"{path.name} imports {name}"
+
+
+def test_schedule_and_stats_are_leaves():
+    assert _module_level_imports(ROOT / "replaycompile" / "stats.py") <= {
+        "__future__", "dataclasses", "itertools", "logging", "threading", "typing"}
+    project = {n for n in _module_level_imports(ROOT / "replaycompile" / "schedule.py")
+               if n.startswith(("replaycompile", "."))}
+    assert project == {"replaycompile.kernels.block_sparse"}, project
+
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    import replaycompile.backend  # what torch.compile(backend="replay") loads through the entry point
+    above = ["replaycompile.rollout", "replaycompile.calibration", "replaycompile.acceptance", "replaycompile.sparrow",
+             "replaycompile.controller", "replaycompile.losses", "replaycompile.distill", "replaycompile.retrieval"]
+    assert not [m for m in above if m in sys.modules], [m for m in above if m in sys.modules]
+    assert "triton" not in sys.modules  # nothing built a Triton kernel yet
+    import replaycompile
+    replaycompile.sparrow  # the lazy namespace loads the layer above on first use
+    assert "replaycompile.rollout" in sys.modules and "replaycompile.calibration" in sys.modules
+    print("ok")
+""")
+
+
+def test_the_entry_point_loads_no_rollout_layer():
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=dict(os.environ),
+                         timeout=600)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stdout[-3000:] + res.stderr[-3000:]
