@@ -174,7 +174,7 @@ def _mask_only_nodes(gm: fx.GraphModule, sites: list) -> set:
 
 
 def analyze(gm: fx.GraphModule, seeds: dict | None = None) -> GraphAnalysis:
-    """The graph's facts. ``seeds`` ({placeholder name: roles}) analyses a *continuation* graph: one without
+    """The graph's facts and the region decision (``a.reason`` None: it packs). ``seeds`` ({placeholder name: roles}) analyses a *continuation* graph: one without
     token ids whose named inputs are activations of the batch (``[B, T, ...]`` values whose entry at (b, t)
     the caller knows to be a function of the row's prefix up to t, e.g. the hidden states a graph break or a
     DDP/FSDP split passes on). They enter the packed region directly; the caller supplies the plan."""
