@@ -73,6 +73,9 @@ class PackedGraph:
     lm_head_vocab: int = 0          # their vocabulary size (0: none)
     slice_bounds: tuple = ()        # (start, stop) per slice: ints, or nodes of the original graph (SymInts)
     bounds_gm: fx.GraphModule | None = field(default=None, repr=False)  # computes those nodes from the inputs
+    # (output index, bdim, tdim) of each output that is a whole-batch packed value, replayed: the next graph of
+    # a forward may pack it again (continuation)
+    row_outputs: tuple = ()
 
     def inputs(self, args, plan, split=None) -> list:
         """The packed graph's inputs after the original ``args``, in ``extra_inputs`` order, from the batch's
@@ -352,7 +355,18 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     _count_rewrites(new_gm)
     count("sequence_slices_repacked", len(bounds))
     return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab, bounds,
-                       subgraph_module(gm, bound_nodes) if bound_nodes else None)
+                       subgraph_module(gm, bound_nodes) if bound_nodes else None, _row_outputs(out_node, a))
+
+
+def _row_outputs(out_node: fx.Node, a: GraphAnalysis) -> tuple:
+    out = out_node.args[0]
+    out = out if isinstance(out, (tuple, list)) else (out,)
+    rows = []
+    for i, x in enumerate(out):
+        r = a.roles.get(x) if isinstance(x, fx.Node) else None
+        if a.kind.get(x) == Kind.PACKED and a.space.get(x) == 0 and r is not None and B in r and T in r:
+            rows.append((i, r.index(B), r.index(T)))
+    return tuple(rows)
 
 
 _TREE_ATTENTION = torch.ops.replaycompile.tree_attention.default

@@ -25,7 +25,7 @@ from replaycompile.passes import mask_probe
 from replaycompile.passes.attention_sites import find_attention_sites
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.mask_check import MaskVerifier
-from replaycompile.passes.nodes import B, T, Decline, Kind, count, subgraph_module, upstream
+from replaycompile.passes.nodes import B, T, Decline, count, subgraph_module, upstream
 from replaycompile.passes.region import GraphAnalysis, analyze
 from replaycompile.passes.rewrite import PackedGraph, rewrite
 from replaycompile.passes.sink_slices import sink_slices
@@ -257,18 +257,6 @@ def _rows_tag(x: torch.Tensor) -> _Rows | None:
     return tag if tag is not None and tag.version == x._version else None
 
 
-def _output_rows(gm: fx.GraphModule, a: GraphAnalysis) -> list:
-    """(output index, bdim, tdim) of each graph output that is a whole-batch packed value, replayed."""
-    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    out = out if isinstance(out, (tuple, list)) else (out,)
-    rows = []
-    for i, x in enumerate(out):
-        r = a.roles.get(x) if isinstance(x, fx.Node) else None
-        if a.kind.get(x) == Kind.PACKED and a.space.get(x) == 0 and r is not None and B in r and T in r:
-            rows.append((i, r.index(B), r.index(T)))
-    return rows
-
-
 def _tag_outputs(out, rows: list, batch: _Batch) -> None:
     seq = out if isinstance(out, (tuple, list)) else (out,)
     for i, bdim, tdim in rows:
@@ -285,7 +273,6 @@ class _Continuation:
     mask_sites: list = None
     mask_gm: Any = None
     mask_inputs: tuple = ()       # placeholder positions the masks read
-    out_rows: list = None
 
 
 # ------------------------------------------------------------------------------------------------ the graph
@@ -518,9 +505,7 @@ class ReplayGraph:
                        valid_known=am is not None or bool(self.analysis.attention))
         # the next graph of the forward may pack these outputs again (exact), or says why it does not
         batch.detached = split is not None
-        if not hasattr(self, "_out_rows"):
-            self._out_rows = _output_rows(self.gm, self.analysis)
-        _tag_outputs(out, self._out_rows, batch)
+        _tag_outputs(out, packed.row_outputs, batch)
         self._stats(True, None, plan, args, split, key=batch)
         return out
 
@@ -627,7 +612,7 @@ class ReplayGraph:
             cont.reason = failed
             return self._continued_fallback(cont.reason, args, batch)
         self._lm_head_ran = 0
-        _tag_outputs(out, cont.out_rows, batch)
+        _tag_outputs(out, cont.packed.row_outputs, batch)
         self._stats(True, None, plan, args, key=batch, continued=True)
         return out
 
@@ -672,7 +657,6 @@ class ReplayGraph:
                     cont.mask_gm = subgraph_module(self.gm, masks)
                     feeders = upstream(masks)
                     cont.mask_inputs = tuple(i for i, n in enumerate(self._placeholders) if n in feeders)
-                cont.out_rows = _output_rows(self.gm, a)
         except Decline as e:
             cont.reason = str(e)
         except Exception as e:  # noqa: BLE001 - a bug in a pass must cost speed, never correctness

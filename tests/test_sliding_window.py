@@ -197,7 +197,7 @@ def test_each_layer_gets_its_own_window(monkeypatch):
     graphs = instances_of(monkeypatch, ReplayGraph)
     _, _, stats = eager_and_replay(hf_model("gemma3_text", "sdpa"), BATCHES["flat"]())
     assert stats["applied"] is True
-    (g,) = [g for g in graphs if g._mask_sites]
+    (g,) = [g for g in graphs if g.masks is not None and g.masks.sites]
     assert g.masks.windows == [WINDOW, 0]
 
 
