@@ -35,7 +35,7 @@ import torch.fx as fx
 
 from replaycompile.kernels.block_sparse import mask_visible
 
-from .analysis import same_size
+from .nodes import same_size, upstream
 
 DENSE = 64            # the dense run at the start and the end of every virtual sequence
 LONG_CONTEXT = 1 << 17  # a long virtual length checked once per graph (windows and chunks below it show)
@@ -84,34 +84,6 @@ def _equals(x, size) -> bool:
 _SIZE_METHODS = ("expand", "view", "reshape")
 _SCANS = {torch.diff, torch.cumsum, torch.cumprod, "diff", "cumsum", "cumprod", "cummax", "cummin", torch.cummax,
           torch.cummin}
-
-
-def upstream(nodes) -> set:
-    """``nodes`` and every node they are computed from."""
-    needed: set = set()
-    stack = list(nodes)
-    while stack:
-        n = stack.pop()
-        if n in needed:
-            continue
-        needed.add(n)
-        stack.extend(n.all_input_nodes)
-    return needed
-
-
-def subgraph_module(gm: fx.GraphModule, outputs: list) -> fx.GraphModule:
-    """A module computing just ``outputs`` (attention masks, symbolic slice bounds) from the graph's inputs."""
-    needed = upstream(outputs)
-    g = fx.Graph()
-    env: dict = {}
-    for n in gm.graph.nodes:
-        if n.op == "placeholder":
-            env[n] = g.placeholder(n.name)
-        elif n in needed:
-            env[n] = g.node_copy(n, lambda x: env[x])
-            env[n].meta = {}
-    g.output(tuple(env[m] for m in outputs))
-    return fx.GraphModule(gm, g)
 
 
 def structured_mask_module(gm: fx.GraphModule, masks: list, seq, batch, attention_mask: fx.Node | None
@@ -291,3 +263,11 @@ def padding_runs(am: torch.Tensor) -> str | None:
         b = int(bad[0])
         return f"attention_mask row {b} has padding between real tokens ({int(runs[b])} runs of ones)"
     return None
+
+
+def valid_tokens(vis: torch.Tensor, b: int, t: int) -> torch.Tensor:
+    """The real tokens [B, T] (0/1) of a causal-with-padding mask [.., T, T] (bool, True = visible): a query is real
+    iff it sees itself and no later key (a padded query row may be fully masked, or fully unmasked)."""
+    m = vis.reshape((1,) * (4 - vis.dim()) + tuple(vis.shape))[:, 0].expand(b, t, t)
+    later = torch.ones(t, t, dtype=torch.bool).triu(1)
+    return (m.diagonal(dim1=-2, dim2=-1) & ~(m & later).any(-1)).long()

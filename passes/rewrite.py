@@ -11,8 +11,9 @@ vocabulary projection runs once per unique selected token. A vocabulary gather w
 
 from __future__ import annotations
 
+import logging
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.fx as fx
@@ -20,47 +21,115 @@ import torch.fx as fx
 from replaycompile import ops
 from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
+from replaycompile.kernels.block_sparse_attention import default_blocks
 
-from .analysis import _LINEAR, B, BT, T, Decline, GraphAnalysis, _shape, _slots, _val, op_name
+from .nodes import LINEAR, B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
+from .region import GraphAnalysis, is_expand, is_reshape, packed_reshape
+
+log = logging.getLogger("replaycompile")
 
 # Rows of logits per chunk of the fused LM head: about this many bytes of float32 logits at a time
 LM_HEAD_CHUNK_BYTES = 64 << 20
 
+# The plan's tensors the packed graph takes, by attribute name of ``plan.ReplayPlan``, in order
 PLAN_INPUTS = ("gather_index", "columns", "scatter_index", "subtree_end", "seg_q", "seg_kv_ptr", "kv_ranges")
 # detach_prefix: the shared tokens (S) and the branch tokens (R) run as two streams (``plan.SharedSplit``)
 SPLIT_INPUTS = ("gather_s", "columns_s", "gather_r", "columns_r", "scatter_index", "subtree_end_s", "seg_q_s",
                 "seg_kv_ptr_s", "kv_ranges_s", "seg_q_r", "seg_kv_ptr_r", "kv_ranges_r")
 
 
+def choose_blocks(a: GraphAnalysis, attention: str, device: str) -> tuple[int, int] | None:
+    """Block sizes of the Triton tree attention, or None for the PyTorch path.
+
+    ``attention="triton"`` always takes the kernels (on CPU tensors they run in the Triton interpreter: slow, for
+    testing); ``"auto"`` takes them on CUDA; ``"torch"`` never. ``device``: the token inputs' device type."""
+    if attention == "torch" or not a.attention or (attention == "auto" and device != "cuda"):
+        return None
+    node = a.attention[0].q
+    q = val(node)
+    if not isinstance(q, torch.Tensor):
+        # block sizes only tune speed (any size is exact), but say which ones and why
+        log.warning("replay: the query `%s` of the first attention carries no shape metadata; the Triton tree "
+                    "attention uses the block sizes for head_dim 64 in float32, which may be slower (if the "
+                    "model is not 64/float32, please report this graph)", node.name)
+        return default_blocks(64, torch.float32, device)
+    # the attention's output dtype: under autocast q is traced in float32 but the kernel runs in bf16/fp16
+    out = val(a.attention[0].node)
+    return default_blocks(int(q.shape[-1]), out.dtype if isinstance(out, torch.Tensor) else q.dtype, device)
+
+
 @dataclass
 class PackedGraph:
+    """The packed graph and the contract of its inputs: the original ones, then ``inputs(args, plan, split)``."""
     gm: fx.GraphModule
     detach_prefix: bool             # two streams: S without autograd, R with it (plan.SharedSplit)
     blocks: tuple[int, int] | None  # (block_q, block_k) of the tree's block layout (Triton attention), or None
     # the packed graph's inputs after the original ones, by name, in order: the plan's (PLAN_INPUTS, or
     # SPLIT_INPUTS for detach_prefix), "layout" (six tensors) when ``blocks``, then per slice of the sequence
-    # axis "slice" (its index and scatter; detach_prefix: index_s, index_r, scatter)
+    # axis "slice" (its index and scatter; detach_prefix: index_s, index_r, scatter), then per chunked LM head
+    # ("pairs", space) (per stream: the flat (b, k) of each valid pair and the packed row it reads)
     extra_inputs: tuple = ()
     lm_head_sites: int = 0          # vocabulary gathers run as the chunked LM head ("pairs" inputs, at the end)
     lm_head_vocab: int = 0          # their vocabulary size (0: none)
+    slice_bounds: tuple = ()        # (start, stop) per slice: ints, or nodes of the original graph (SymInts)
+    bounds_gm: fx.GraphModule | None = field(default=None, repr=False)  # computes those nodes from the inputs
+    # (output index, bdim, tdim) of each output that is a whole-batch packed value, replayed: the next graph of
+    # a forward may pack it again (continuation)
+    row_outputs: tuple = ()
 
+    def inputs(self, args, plan, split=None) -> list:
+        """The packed graph's inputs after the original ``args``, in ``extra_inputs`` order, from the batch's
+        ``plan`` (``plan.ReplayPlan``) or, for detach_prefix, its shared-first ``split`` (``plan.SharedSplit``)."""
+        src = split if split is not None else plan
+        bound: dict = {}
+        if self.bounds_gm is not None:
+            nodes = [x for sb in self.slice_bounds for x in sb if isinstance(x, fx.Node)]
+            bound = dict(zip(nodes, (int(v) for v in self.bounds_gm(*args))))
+        slices = iter(self.slice_bounds)
+        # per packed space: its scatter [B, K] and its token count (the fused LM head's pairs come from them)
+        scatters = [src.scatter_index]
+        sizes = [plan.num_packed]
+        sel_shared: dict = {}                # slice space -> its selected shared tokens (detach_prefix)
+        out = []
+        for what in self.extra_inputs:
+            if what == "plan":
+                out.extend(getattr(src, n) for n in (SPLIT_INPUTS if split is not None else PLAN_INPUTS))
+            elif what == "layout":
+                lay = split.block_layout_s(*self.blocks) if split is not None else plan.block_layout(*self.blocks)
+                out.extend(lay.tensors())
+            elif what == "slice":
+                start, stop = (bound.get(x, x) for x in next(slices))
+                sel = src.select_columns(start, stop)
+                out.extend(sel)
+                scatters.append(sel[-1])
+                sizes.append(sum(int(x.shape[0]) for x in sel[:-1]))
+                sel_shared[len(sizes) - 1] = int(sel[0].shape[0])
+            elif what[0] == "pairs":
+                sp = what[1]
+                if split is None:
+                    out.extend(plan.pairs(scatters[sp], 0, sizes[sp]))
+                    continue
+                # per stream: rows of the shared tokens come first in every space
+                n_s = split.num_shared if sp == 0 else sel_shared[sp]
+                for lo, hi in ((0, n_s), (n_s, sizes[sp])):
+                    out.extend(plan.pairs(scatters[sp], lo, hi))
+            else:
+                raise AssertionError(f"unknown packed-graph input {what!r}")
+        return out
 
-def _shape_arg(roles, shape, n_node):
-    out = []
-    for role, size in zip(roles, shape):
-        if role == B:
-            out.append(1)
-        elif role in (T, BT):
-            out.append(n_node)
-        elif role is not None:
-            out.append(-1)  # a routing axis ("BT*k" slots, "S:..." sorted rows): k * n_node long, inferred
-        elif isinstance(size, int):
-            out.append(size)
-        else:
-            raise Decline("a reshape with a symbolic size outside the batch and sequence axes")
-    if out.count(-1) > 1:
-        raise Decline("a reshape with two routing axes")
-    return out
+    def _pair_inputs(self) -> int:
+        """How many of the inputs are the chunked LM head's pairs (the last ones)."""
+        return self.lm_head_sites * 2 * (2 if self.detach_prefix else 1)
+
+    def lm_head_rows(self, extra: list) -> int:
+        """The (row, target) pairs the chunked LM head would compute, given ``inputs(...)``."""
+        n = self._pair_inputs()
+        return sum(int(x.shape[0]) for x in extra[len(extra) - n::2]) if n else 0
+
+    def without_lm_head(self, extra: list) -> list:
+        """``inputs(...)`` of this graph as those of the same graph without the chunked LM head."""
+        n = self._pair_inputs()
+        return extra[:len(extra) - n] if n else extra
 
 
 class _Stream:
@@ -85,11 +154,12 @@ class _Stream:
         self.gath.append(g.call_function(torch.index_select, (self.gath[0], 0, index)))
 
 
-def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
-            blocks: tuple[int, int] | None = None, chunked_lm_head: bool = True,
-            windows: dict | None = None) -> PackedGraph:
-    """The packed graph. ``blocks`` given: attention runs the Triton block-sparse kernels on a block layout of
-    the tree with those block sizes, which the caller passes as six more inputs after the plan's.
+def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
+            device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None) -> PackedGraph:
+    """The packed graph of a graph the analysis accepted (``a.reason is None``); it never declines.
+
+    ``attention``/``device``: the tree attention's implementation (``choose_blocks``); with the Triton kernels
+    it runs on a block layout of the tree, six more inputs after the plan's.
 
     ``detach_prefix``: every per-token op runs twice, on the shared tokens with every outside input detached
     (so autograd saves nothing for them) and on the branch tokens with autograd; a branch token's attention
@@ -103,6 +173,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
     ``windows``: attention node -> W, a sliding window the mask check verified at that site; its tree attention
     hides keys W or more columns before the query in the row (the plan's ``columns``), which keeps sharing
     exact when the window crosses a branch point."""
+    assert a.reason is None, a.reason
+    blocks = choose_blocks(a, attention, device)
     g = fx.Graph()
     row_env: dict = {}
     old_nodes = list(gm.graph.nodes)
@@ -158,7 +230,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
             elif BT in r:
                 val = g.call_function(ops.replay, (pn, scat[sp], None, r.index(BT)))
             else:
-                raise Decline(f"node `{x.name}` has no batch axis to replay to")
+                raise AssertionError(f"node `{x.name}` has no batch axis to replay to (region._check_layout)")
             row_env[x] = val
             return val
         # lazily copy a row node that nothing copied yet (e.g. a mask node shared with positions)
@@ -167,7 +239,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
         return row_env[x]
 
     def no_grad(v, x):
-        if not isinstance(_val(x), torch.Tensor):
+        if not isinstance(val(x), torch.Tensor):
             return v
         if v not in detached:
             detached[v] = g.call_method("detach", (v,))
@@ -207,16 +279,16 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
         if n.op in ("placeholder", "output"):
             continue
         k = a.kind.get(n)
-        if k in ("mask", "internal"):
+        if k in (Kind.MASK, Kind.INTERNAL):
             continue
-        if k == "row":
+        if k == Kind.ROW:
             if n in chains:
                 h, w, bias, dtype = chains[n]
                 # the shared rows' logits are constants under detach_prefix: their pairs read a detached head
                 parts = [(flat, rows, no_grad(get_row(w), w) if st.no_grad else get_row(w),
                           no_grad(get_row(bias), bias) if st.no_grad and bias is not None else get_row(bias))
                          for st, (flat, rows) in zip(streams, pairs[n])]
-                row_env[n] = _emit_chunked_logprobs(g, n, _shape(w), full(h, a.space[h]), parts,
+                row_env[n] = _emit_chunked_logprobs(g, n, shape(w), full(h, a.space[h]), parts,
                                                     get_row(_gather_args(n)[2]), scat[a.space[h]], dtype)
                 continue
             if n in a.boundaries and _is_vocab_gather(n, a):
@@ -277,8 +349,39 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False,
     g.eliminate_dead_code(is_impure_node=_keeps)
     new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
-    vocab = max((int(_shape(w)[0]) for _, w, _, _ in chains.values()), default=0)
-    return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab)
+    vocab = max((int(shape(w)[0]) for _, w, _, _ in chains.values()), default=0)
+    bounds = tuple((sl.start, sl.stop) for sl in a.slices)
+    bound_nodes = [x for sb in bounds for x in sb if isinstance(x, fx.Node)]
+    _count_rewrites(new_gm)
+    count("sequence_slices_repacked", len(bounds))
+    return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab, bounds,
+                       subgraph_module(gm, bound_nodes) if bound_nodes else None, _row_outputs(out_node, a))
+
+
+def _row_outputs(out_node: fx.Node, a: GraphAnalysis) -> tuple:
+    out = out_node.args[0]
+    out = out if isinstance(out, (tuple, list)) else (out,)
+    rows = []
+    for i, x in enumerate(out):
+        r = a.roles.get(x) if isinstance(x, fx.Node) else None
+        if a.kind.get(x) == Kind.PACKED and a.space.get(x) == 0 and r is not None and B in r and T in r:
+            rows.append((i, r.index(B), r.index(T)))
+    return tuple(rows)
+
+
+_TREE_ATTENTION = torch.ops.replaycompile.tree_attention.default
+_CHUNKED_LOGPROBS = torch.ops.replaycompile.chunked_logprobs.default
+
+
+def _count_rewrites(gm: fx.GraphModule) -> None:
+    """What the packed graph holds, once dead code is gone: ``counters["replay"]``."""
+    calls = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    count("packed_graphs")
+    count("attention_sites_rewritten", calls.count(_TREE_ATTENTION))
+    count("replays_inserted", calls.count(ops.replay))
+    count("vocab_gathers", calls.count(ops.replay_gather))
+    count("lm_head_chunked_sites", calls.count(_CHUNKED_LOGPROBS))
+    count("token_inputs_packed", calls.count(ops.pack_rows))
 
 
 def _keeps(n: fx.Node) -> bool:
@@ -305,7 +408,7 @@ def _repeat_kv_source(x):
     if not (isinstance(src, fx.Node) and idx in ((full, full, None, full, full), (full, full, None, Ellipsis),
                                                   (full, full, None))):
         return None
-    s_src, s_exp, s_out = _shape(src), _shape(e), _shape(x)
+    s_src, s_exp, s_out = shape(src), shape(e), shape(x)
     if not (s_src is not None and s_exp is not None and s_out is not None
             and len(s_src) == 4 and len(s_exp) == 5 and len(s_out) == 4
             and all(isinstance(v, int) for v in (s_src[1], s_exp[1], s_exp[2], s_out[1]))
@@ -326,7 +429,7 @@ def _log_softmax_input(n: fx.Node):
     dim = n.kwargs.get("dim", args[0] if args else None)
     dtype = n.kwargs.get("dtype", args[1] if len(args) > 1 else None)
     x = n.args[0]
-    rank = len(_shape(x) or ())
+    rank = len(shape(x) or ())
     if dtype is not None or dim not in (-1, rank - 1) or not isinstance(x, fx.Node):
         return None
     return x
@@ -342,10 +445,10 @@ def lm_head_chains(gm: fx.GraphModule, a: GraphAnalysis) -> dict:
     upcasts it, as on CUDA), else the chain keeps the plain path: CPU autocast runs a bf16 log-softmax."""
     out = {}
     for n in gm.graph.nodes:
-        if a.kind.get(n) != "row" or n not in a.boundaries or not _is_vocab_gather(n, a):
+        if a.kind.get(n) != Kind.ROW or n not in a.boundaries or not _is_vocab_gather(n, a):
             continue
         base, _, index = _gather_args(n)
-        idx_shape = _shape(index)
+        idx_shape = shape(index)
         if idx_shape is None or idx_shape[-1] != 1 or not _single_user(base):
             continue
         x = _log_softmax_input(base)
@@ -353,27 +456,27 @@ def lm_head_chains(gm: fx.GraphModule, a: GraphAnalysis) -> dict:
             continue
         ok = True
         while op_name(x) in ("float", "to") and len(x.args) >= 1 and isinstance(x.args[0], fx.Node):
-            v, vx = _val(x), _val(x.args[0])
+            v, vx = val(x), val(x.args[0])
             if not (isinstance(v, torch.Tensor) and isinstance(vx, torch.Tensor) and v.dtype == torch.float32
                     and v.shape == vx.shape) or not _single_user(x.args[0]):
                 ok = False
                 break
             x = x.args[0]
-        if not ok or x.op != "call_function" or x.target not in _LINEAR:
+        if not ok or x.op != "call_function" or x.target not in LINEAR:
             continue
         h = x.args[0]
         w = x.kwargs.get("weight", x.args[1] if len(x.args) > 1 else None)
         bias = x.kwargs.get("bias", x.args[2] if len(x.args) > 2 else None)
-        vh, vw, vx, vb = _val(h), _val(w), _val(x), _val(bias)
+        vh, vw, vx, vb = val(h), val(w), val(x), val(bias)
         if not (isinstance(vh, torch.Tensor) and isinstance(vw, torch.Tensor) and isinstance(vx, torch.Tensor)
-                and vw.dim() == 2 and a.kind.get(h) == "packed" and a.kind.get(w) != "packed"
+                and vw.dim() == 2 and a.kind.get(h) == Kind.PACKED and a.kind.get(w) != Kind.PACKED
                 and isinstance(vw.shape[1], int) and vx.is_floating_point()
                 and vh.is_floating_point() and vw.is_floating_point()):
             continue
         dtype = vx.dtype
         cast = {vh.dtype, vw.dtype} | ({vb.dtype} if isinstance(vb, torch.Tensor) else set())
         if cast != {dtype}:  # autocast chose the linear's dtype
-            vs = _val(base)
+            vs = val(base)
             if torch.float64 in cast or not isinstance(vs, torch.Tensor) or \
                     vs.dtype != torch.promote_types(dtype, torch.float32):
                 continue
@@ -397,7 +500,7 @@ def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, sc
         targets = g.call_function(torch.index_select, (idx, 0, pair_flat))
         res = g.call_function(torch.ops.replaycompile.chunked_logprobs.default,
                               (rows, w, bias, targets, chunk, False, 0.0))
-        logp = g.call_method("to", (g.call_function(operator.getitem, (res, 0)), _val(n).dtype))
+        logp = g.call_method("to", (g.call_function(operator.getitem, (res, 0)), val(n).dtype))
         if out is None:
             out = g.call_method("new_zeros", (logp, (g.call_method("numel", (scatter,)),)))
         out = g.call_method("index_copy", (out, 0, pair_flat, logp))
@@ -414,8 +517,8 @@ def _is_vocab_gather(n: fx.Node, a: GraphAnalysis) -> bool:
         return False
     base, dim, index = _gather_args(n)
     r = a.roles.get(base)
-    return (a.kind.get(base) == "packed" and r is not None and len(r) == 3 and r[:2] == (B, T)
-            and dim in (-1, 2) and isinstance(index, fx.Node) and a.kind.get(index) == "row")
+    return (a.kind.get(base) == Kind.PACKED and r is not None and len(r) == 3 and r[:2] == (B, T)
+            and dim in (-1, 2) and isinstance(index, fx.Node) and a.kind.get(index) == Kind.ROW)
 
 
 def _gather_args(n: fx.Node):
@@ -427,23 +530,22 @@ def _gather_args(n: fx.Node):
 
 
 def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_index) -> fx.Node:
-    name = op_name(n)
     roles = a.roles[n]
-    out_shape = _shape(n)
-    if name in ("view", "reshape", "flatten", "unflatten", "squeeze") and n.op == "call_method" or \
-            (n.op == "call_function" and n.target in (torch.reshape, torch.flatten)):
-        return g.call_method("reshape", (arg(n.args[0]), _shape_arg(roles, out_shape, n_tok)))
+    out_shape = shape(n)
+    if is_reshape(n):
+        sizes = packed_reshape(roles, out_shape, n_tok)
+        assert not isinstance(sizes, str), sizes  # region._check_layout declined such graphs
+        return g.call_method("reshape", (arg(n.args[0]), sizes))
     if n in a.inverse_aranges:  # arange(k * tokens) of an MoE inverse permutation, on the packed tokens' slots
-        slots = g.call_function(operator.mul, (n_tok, _slots(a.inverse_aranges[n])))
-        return g.call_function(torch.arange, (slots,), dict(n.kwargs))
-    if name in ("expand", "broadcast_to") and out_shape is not None:
-        shape = [-1 if r is not None else s for r, s in zip(roles, out_shape)]
-        if any(not isinstance(s, int) for s in shape):
-            raise Decline(f"an expand with a symbolic size at node `{n.name}`")
-        return g.call_method("expand", (arg(n.args[0]), shape))
+        n_slots = g.call_function(operator.mul, (n_tok, slots(a.inverse_aranges[n])))
+        return g.call_function(torch.arange, (n_slots,), dict(n.kwargs))
+    if is_expand(n):
+        sizes = [-1 if r is not None else s for r, s in zip(roles, out_shape)]
+        assert all(isinstance(s, int) for s in sizes), n.name  # region._check_layout declined such graphs
+        return g.call_method("expand", (arg(n.args[0]), sizes))
     idx_nodes = n.args[1] if len(n.args) > 1 and isinstance(n.args[1], tuple) else n.args[1:2]
     token_gather = any(isinstance(i, fx.Node) and i in a.token_index for i in idx_nodes)  # MoE: copied as is
-    if n.op == "call_function" and n.target is operator.getitem and not isinstance(_val(n.args[0]), (tuple, list)) \
+    if n.op == "call_function" and n.target is operator.getitem and not isinstance(val(n.args[0]), (tuple, list)) \
             and not token_gather:
         base, idx = n.args
         sl = next((s for s in a.slices if s.node is n), None)

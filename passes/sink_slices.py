@@ -19,7 +19,7 @@ import operator
 import torch
 import torch.fx as fx
 
-from .analysis import _LINEAR, _val
+from .nodes import LINEAR as _LINEAR, count, val as _val
 
 _UNARY_METHODS = {"float", "half", "bfloat16", "double", "to", "contiguous", "type_as"}
 _BINARY = {operator.mul, operator.add, operator.sub, operator.truediv, torch.mul, torch.add, torch.sub, torch.div}
@@ -165,4 +165,5 @@ def sink_slices(gm: fx.GraphModule) -> int:
     if moved:
         gm.graph.lint()
         gm.recompile()
+        count("slices_sunk", moved)
     return moved

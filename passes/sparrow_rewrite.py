@@ -24,6 +24,7 @@ import torch
 import torch.fx as fx
 
 from replaycompile.kernels import sparse_decode as _sparse_decode  # noqa: F401 - registers the ops
+from .nodes import count
 
 _SDPA = (torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention,
          torch.ops.aten.scaled_dot_product_attention.default)
@@ -146,5 +147,7 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
     new_gm = fx.GraphModule(gm, g)
     new_gm.meta = {}
     sparse = [p[0] for p in plans if p[0] not in schedule.dense_layers]
+    count("sparrow_sites", len(plans))          # attentions now replaycompile::sparse_decode
+    count("sparrow_sites_sparse", len(sparse))  # of them, those outside the schedule's dense layers
     return new_gm, SparrowRewrite(sparse_layers=sparse,
                                   dense_layers=[i for i in range(len(sites)) if i not in sparse])

@@ -21,12 +21,14 @@ import torch.fx as fx
 import torch.fx.experimental._config  # noqa: F401 - use_duck_shape, patched around the packed call
 
 from replaycompile.passes import mask_probe
-from replaycompile.passes.analysis import B, T, Decline, GraphAnalysis, analyze, find_attention_sites
-from replaycompile.passes.rewrite import PLAN_INPUTS, SPLIT_INPUTS, PackedGraph, rewrite
+from replaycompile.passes.attention_sites import find_attention_sites
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
+from replaycompile.passes.mask_check import MaskVerifier
+from replaycompile.passes.nodes import B, T, Decline, count, subgraph_module, upstream
+from replaycompile.passes.region import GraphAnalysis, analyze
+from replaycompile.passes.rewrite import PackedGraph, rewrite
 from replaycompile.passes.sink_slices import sink_slices
 
-from replaycompile.kernels.block_sparse_attention import default_blocks
 from replaycompile.kernels.tree_attention import calls_by_path, ran_since
 
 from .plan import ReplayPlan, build_plan, content_plan, shares_exactly, split_shared
@@ -38,9 +40,6 @@ log = logging.getLogger("replaycompile")
 # CPU): the packed path was faster than the unpacked one even with no shared token (it drops padding and runs
 # causal attention per segment instead of a dense [B, 1, T, T] mask), so by default every batch is packed.
 DEFAULT_MIN_SHARED_TOKENS = 0
-# A mask the structured probe cannot rewrite (passes/mask_probe.py) is verified by a full B x T x T evaluation,
-# once per input shape, up to this many elements; beyond it the graph is declined.
-MAX_MASK_PROBE_ELEMENTS = 1 << 28
 # lm_head="auto": the chunked LM head (replaycompile::chunked_logprobs) where a call's float32 logits at the
 # predicting rows would take at least this much; below it the unfused LM head, which the inner compiler fuses
 # and which was 1.35x faster on the 2-core CPU (no recompute of the logits in the backward)
@@ -138,7 +137,7 @@ class _CountingBackend:
         return self.fn(gm, example_inputs)
 
 
-# ------------------------------------------------------------------------------------------------ mask probe
+# ------------------------------------------------------------------------------------------- token inputs
 
 def _token_input_shapes(ids: torch.Tensor, am, pos) -> str | None:
     """The graph accepts masks and positions whose batch size is a symbol of its own: check this call's."""
@@ -214,31 +213,11 @@ def _rows_tag(x: torch.Tensor) -> _Rows | None:
     return tag if tag is not None and tag.version == x._version else None
 
 
-def _output_rows(gm: fx.GraphModule, a: GraphAnalysis) -> list:
-    """(output index, bdim, tdim) of each graph output that is a whole-batch packed value, replayed."""
-    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    out = out if isinstance(out, (tuple, list)) else (out,)
-    rows = []
-    for i, x in enumerate(out):
-        r = a.roles.get(x) if isinstance(x, fx.Node) else None
-        if a.kind.get(x) == "packed" and a.space.get(x) == 0 and r is not None and B in r and T in r:
-            rows.append((i, r.index(B), r.index(T)))
-    return rows
-
-
 def _tag_outputs(out, rows: list, batch: _Batch) -> None:
     seq = out if isinstance(out, (tuple, list)) else (out,)
     for i, bdim, tdim in rows:
         if i < len(seq) and isinstance(seq[i], torch.Tensor):
             setattr(seq[i], ROWS_ATTR, _Rows(batch, bdim, tdim, seq[i]._version))
-
-
-def _valid_from_mask(vis: torch.Tensor, b: int, t: int) -> torch.Tensor:
-    """The real tokens of a causal-with-padding mask [.., T, T] (bool, True = visible): a query is real iff it
-    sees itself and no later key (a padded query row may be fully masked, or fully unmasked)."""
-    m = vis.reshape((1,) * (4 - vis.dim()) + tuple(vis.shape))[:, 0].expand(b, t, t)
-    later = torch.ones(t, t, dtype=torch.bool).triu(1)
-    return (m.diagonal(dim1=-2, dim2=-1) & ~(m & later).any(-1)).long()
 
 
 @dataclass
@@ -250,8 +229,6 @@ class _Continuation:
     mask_sites: list = None
     mask_gm: Any = None
     mask_inputs: tuple = ()       # placeholder positions the masks read
-    bounds_gm: Any = None
-    out_rows: list = None
 
 
 # ------------------------------------------------------------------------------------------------ the graph
@@ -276,25 +253,18 @@ class ReplayGraph:
         self._continuations: dict = {}      # activation inputs (name -> roles) -> _Continuation
         self._has_attention = False
         self.packed: PackedGraph | None = None
-        self._probed: set = set()          # input shapes whose mask a full evaluation verified
-        self._mask_structured = None        # the mask subgraph on chosen positions (passes/mask_probe.py)
-        self._verified_len = 0              # the longest virtual sequence length verified structurally
-        self._length_limit: str | None = None  # why sequences longer than that are not packed
-        self._mask_sites: list = []
-        self._windows: list | None = None  # each mask site's verified sliding window (0: none), once found
-        self.mask_verifications = 0         # how often a mask was verified (structured: once per graph)
+        self.masks: MaskVerifier | None = None  # this graph's mask verification (passes/mask_check.py)
+        self._continued_verifications = 0   # continuation masks verified in full (once per batch)
         self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
         self._warned_below_threshold = False
-        self._mask_gm = None
-        self._bounds_gm = None
         try:
             sink_slices(gm)  # semantics-preserving: the LM head after the loss's slice, not before it
             inline_checkpoints(gm)  # semantics-preserving: activation-checkpoint regions become plain nodes
             self.analysis: GraphAnalysis = analyze(gm)
             self.reason = self.analysis.reason
             if self.reason is None:
-                self._rewrite_kw = dict(detach_prefix=opts.mode == "detach_prefix",
-                                        blocks=self._attention_blocks(example_inputs))
+                ids = example_inputs[[n for n in gm.graph.nodes if n.op == "placeholder"].index(self.analysis.ids)]
+                self._device = ids.device.type if isinstance(ids, torch.Tensor) else "cpu"
                 self._rewrite()
         except Decline as e:
             self.reason = str(e)
@@ -322,51 +292,19 @@ class ReplayGraph:
             else:
                 log.debug("replay: passing graph through: %s", self.reason)
         else:
-            self._mask_sites = [s for s in self.analysis.attention if s.mask is not None]
-            masks = [s.mask for s in self._mask_sites]
-            if masks:
-                self._mask_gm = mask_probe.subgraph_module(gm, masks)
-                self._mask_structured = mask_probe.structured_mask_module(
-                    gm, masks, self.analysis.seq, self.analysis.batch, self.analysis.attention_mask)
-            bounds = [b for s in self.analysis.slices for b in (s.start, s.stop) if isinstance(b, fx.Node)]
-            self._bounds_gm = mask_probe.subgraph_module(gm, bounds) if bounds else None
+            # a mask causal only within sliding windows rewrites the attentions to apply them
+            self.masks = MaskVerifier(gm, self.analysis, on_windows=self._rewrite)
 
     def _rewrite(self, windows: dict | None = None) -> None:
         """The packed graphs (plain and chunked LM head); ``windows``: attention node -> its sliding window."""
-        self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, windows=windows, **self._rewrite_kw)
+        kw = dict(detach_prefix=self.opts.mode == "detach_prefix", attention=self.opts.attention,
+                  device=self._device, windows=windows)
+        self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, **kw)
         self.packed_chunked = None
         if self.opts.lm_head != "plain":
-            chunked = rewrite(self.gm, self.analysis, chunked_lm_head=True, windows=windows, **self._rewrite_kw)
+            chunked = rewrite(self.gm, self.analysis, chunked_lm_head=True, **kw)
             if chunked.lm_head_vocab:
                 self.packed_chunked = chunked
-
-    def _attention_blocks(self, example_inputs, a: GraphAnalysis | None = None, device: str | None = None
-                          ) -> tuple[int, int] | None:
-        """Block sizes of the Triton tree attention, or None for the PyTorch path.
-
-        ``attention="triton"`` always takes the kernels (on CPU tensors they run in the Triton interpreter:
-        slow, for testing); ``"auto"`` takes them on CUDA; ``"torch"`` never.
-        """
-        a = a or self.analysis
-        if self.opts.attention == "torch" or not a.attention:
-            return None
-        if device is None:
-            placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
-            ids = example_inputs[placeholders.index(a.ids)] if a.ids in placeholders else None
-            device = ids.device.type if isinstance(ids, torch.Tensor) else "cpu"
-        if self.opts.attention == "auto" and device != "cuda":
-            return None
-        node = a.attention[0].q
-        q = node.meta.get("example_value", node.meta.get("val"))
-        if not isinstance(q, torch.Tensor):
-            # block sizes only tune speed (any size is exact), but say which ones and why
-            log.warning("replay: the query `%s` of the first attention carries no shape metadata; the Triton tree "
-                        "attention uses the block sizes for head_dim 64 in float32, which may be slower (if the "
-                        "model is not 64/float32, please report this graph)", node.name)
-            return default_blocks(64, torch.float32, device)
-        # the attention's output dtype: under autocast q is traced in float32 but the kernel runs in bf16/fp16
-        out = a.attention[0].node.meta.get("example_value", a.attention[0].node.meta.get("val"))
-        return default_blocks(int(q.shape[-1]), out.dtype if isinstance(out, torch.Tensor) else q.dtype, device)
 
     # -- the two ways to run it
     def plain(self, *args):
@@ -455,184 +393,10 @@ class ReplayGraph:
         self._stats(False, reason, plan, args)
         return self.plain(*args)
 
-    def _mask_args(self, args, probe):
-        call = list(args)
-        a = self.analysis
-        if a.attention_mask is not None:
-            call[self._pos[a.attention_mask]] = probe.to(args[self._pos[a.attention_mask]].dtype)
-        return call
-
-    def _structured_check(self, args, am, tv: int, windows=None) -> str | None:
-        """The structured probe at virtual length ``tv``: None if causal-with-padding there (within each site's
-        window, given ``windows``)."""
-        probe = mask_probe.padding_probes(tv) if am is not None else torch.ones(1, tv, dtype=torch.long)
-        index = mask_probe.probe_positions(tv, mask_probe.probe_boundaries(tv) +
-                                           mask_probe.window_boundaries(tv, windows or []))
-        with torch.no_grad():
-            outs = self._mask_structured(*self._mask_args(args, probe), index, probe.shape[0])
-        return mask_probe.check_masks(outs, self._mask_sites, probe, index, index, windows)
-
-    def _site_windows(self, args, hi: int) -> list:
-        """Each mask site's sliding window below ``hi`` (0: none), by bisection on the distance at which a query
-        of an unpadded row stops seeing key 0; sites reading one mask value share the search."""
-        found: dict = {}
-
-        def hidden_at(i: int, d: int) -> bool:
-            probe = torch.ones(1, d + 1, dtype=torch.long)
-            with torch.no_grad():
-                outs = self._mask_structured(*self._mask_args(args, probe), torch.tensor([0, d]), 1)
-            vis = mask_probe.visible(outs[i])
-            # not a 0/-inf mask: no window to find; the check names the bias
-            return vis is not None and not bool(vis[..., 1, 0].all())
-
-        out = []
-        for i, site in enumerate(self._mask_sites):
-            if site.mask not in found:
-                found[site.mask] = mask_probe.window_of(lambda d, i=i: hidden_at(i, d), hi)
-            out.append(found[site.mask])
-        return out
-
-    def _accept_windows(self, args, am, t: int, hi: int) -> bool:
-        """A mask that is not causal at ``hi`` may be causal within a sliding window per site (HF builds a full and
-        a sliding mask and each layer reads one): find each site's window, verify the whole mask against it at
-        ``hi`` and at the call's length, and rewrite the attentions to apply those windows by row position."""
-        windows = self._site_windows(args, hi)
-        if not any(windows):
-            return False
-        for tv in sorted({t, hi}):
-            if self._structured_check(args, am, tv, windows) is not None:
-                return False
-        self._windows = windows
-        self._rewrite({s.node: w for s, w in zip(self._mask_sites, windows) if w > 0})
-        log.info("replay: sliding windows %s at the attention sites; packed with the window applied by row "
-                 "position", sorted(set(windows)))
-        return True
-
-    def _check_masks(self, args, am) -> tuple[str | None, bool]:
-        """Verify that every attention mask is causal-with-padding. Returns (reason or None, for good).
-
-        Structured (passes/mask_probe.py): once per graph, at the call's length and a long virtual one. A mask
-        that is causal only up to some length (a sliding window) is located by bisection: calls up to that
-        length are packed, longer ones run unpacked. Otherwise a full B x T x T evaluation per input shape."""
-        if self._mask_gm is None:
-            return None, False
-        ids = args[self._pos[self.analysis.ids]]
-        b, t = ids.shape
-        if self._mask_structured is not None:
-            if t <= self._verified_len:
-                return None, False
-            if self._length_limit is not None:
-                return f"{self._length_limit}, this one has {t}", False
-            try:
-                hi = max(t, mask_probe.LONG_CONTEXT)
-                why = self._structured_check(args, am, hi, self._windows)
-                if why is not None and self._windows is None and self._accept_windows(args, am, t, hi):
-                    why = None
-                if why is None:
-                    self._verified_len = hi
-                else:
-                    lo, bad = 0, hi  # causal at lo (vacuous at 0), not at bad
-                    while bad - lo > 1:
-                        mid = (lo + bad) // 2
-                        if self._structured_check(args, am, mid) is None:
-                            lo = mid
-                        else:
-                            bad = mid
-                    self._verified_len = lo
-                    if lo < 2:
-                        return why, True
-                    self._length_limit = (f"{why}; sequences up to {lo} tokens are causal-with-padding under "
-                                          f"this mask and are packed")
-            except Exception:  # noqa: BLE001 - not evaluable on chosen positions: verify in full
-                log.debug("replay: structured mask probe failed; verifying in full", exc_info=True)
-                self._mask_structured = None
-                return self._check_masks(args, am)
-            self.mask_verifications += 1
-            if t > self._verified_len:
-                return f"{self._length_limit}, this one has {t}", False
-            return None, False
-        key = tuple(ids.shape)
-        if key in self._probed:
-            return None, False
-        if b * t * t > MAX_MASK_PROBE_ELEMENTS:
-            return (f"sequence length {t} x batch {b} is too large to verify the model's attention mask in full "
-                    f"({b * t * t} elements > {MAX_MASK_PROBE_ELEMENTS}), and the mask uses the sequence length "
-                    f"in a way the structured probe cannot follow"), True
-        probes = [am if am is not None else torch.ones(b, t, dtype=torch.long)]
-        if am is not None:
-            gen = torch.Generator().manual_seed(0)
-            lens = torch.randint(1, t + 1, (b,), generator=gen)
-            probes += [(torch.arange(t)[None] >= (t - lens)[:, None]).long(),
-                       (torch.arange(t)[None] < lens[:, None]).long()]
-        for probe in probes:
-            why = self._full_check(args, probe)
-            if why is not None:
-                return why, True
-        self._probed.add(key)
-        self.mask_verifications += 1
-        return None, False
-
-    def _full_check(self, args, probe) -> str | None:
-        """The model's mask evaluated on every (q, k) pair with ``probe`` as the padding mask."""
-        every = torch.arange(probe.shape[1])
-        with torch.no_grad():
-            outs = self._mask_gm(*self._mask_args(args, probe))
-        return mask_probe.check_masks(outs, self._mask_sites, probe, every, every, self._windows)
-
-    def _check_mask_with_holes(self, args, am, holes: str) -> str | None:
-        """A padding mask with holes is outside what the structured probe stands for: evaluate the model's
-        mask on it in full (this call only), within the size limit."""
-        b, t = am.shape
-        if b * t * t > MAX_MASK_PROBE_ELEMENTS:
-            return (f"{holes}: only left/right padding is verified at this length "
-                    f"({b * t * t} elements > {MAX_MASK_PROBE_ELEMENTS}); running unpacked")
-        return self._full_check(args, am)
-
-    def _packed_inputs(self, packed: PackedGraph, args, plan: ReplayPlan, split, a: GraphAnalysis | None = None,
-                       bounds_gm=None) -> list:
-        """The packed graph's inputs after the original ones, in the order ``PackedGraph.extra_inputs`` names."""
-        if a is None:
-            a, bounds_gm = self.analysis, self._bounds_gm
-        if bounds_gm is not None:
-            values = iter(int(v) for v in bounds_gm(*args))
-            bound = {n: next(values) for s in a.slices for n in (s.start, s.stop) if isinstance(n, fx.Node)}
-        slices = iter(a.slices)
-        # per packed space: its scatter [B, K] and its token count (the fused LM head's pairs come from them)
-        scatters = [(split or plan).scatter_index]
-        sizes = [plan.num_packed]
-        sel_shared: dict = {}                # slice space -> its selected shared tokens (detach_prefix)
-        out = []
-        for what in packed.extra_inputs:
-            if what == "plan":
-                out.extend(getattr(split, n) for n in SPLIT_INPUTS) if split is not None else \
-                    out.extend(getattr(plan, n) for n in PLAN_INPUTS)
-            elif what == "layout":
-                lay = split.block_layout_s(*packed.blocks) if split is not None else \
-                    plan.block_layout(*packed.blocks)
-                out.extend(lay.tensors())
-            elif what == "slice":
-                s = next(slices)
-                start = bound[s.start] if isinstance(s.start, fx.Node) else s.start
-                stop = bound[s.stop] if isinstance(s.stop, fx.Node) else s.stop
-                sel = (split or plan).select_columns(start, stop)
-                out.extend(sel)
-                scatters.append(sel[-1])
-                sizes.append(sum(int(x.shape[0]) for x in sel[:-1]))
-                sel_shared[len(sizes) - 1] = int(sel[0].shape[0])
-            elif what[0] == "pairs":  # the valid (b, k) of a space, flat, and the packed row each reads
-                scatter = scatters[what[1]].reshape(-1)
-                if split is None:
-                    flat = torch.nonzero(scatter < sizes[what[1]]).reshape(-1)
-                    out.extend((flat, scatter.index_select(0, flat)))
-                    continue
-                # per stream: rows of the shared tokens come first in every space
-                n_s = split.num_shared if what[1] == 0 else int(sel_shared[what[1]])
-                for lo, hi in ((0, n_s), (n_s, sizes[what[1]])):
-                    flat = torch.nonzero((scatter >= lo) & (scatter < hi)).reshape(-1)
-                    out.extend((flat, scatter.index_select(0, flat)))
-            else:
-                raise AssertionError(f"unknown packed-graph input {what!r}")
-        return out
+    @property
+    def mask_verifications(self) -> int:
+        """How often this graph verified a mask (structured: once per graph; continued: once per batch)."""
+        return (self.masks.verifications if self.masks is not None else 0) + self._continued_verifications
 
     def __call__(self, *args):
         if not self.candidate:
@@ -646,20 +410,13 @@ class ReplayGraph:
         why = _token_input_shapes(ids, am, pos)
         if why is not None:
             return self._fallback(why, args)
-        if am is not None:  # O(B * T), every call: what the mask verification assumes of the padding mask
-            why = mask_probe.mask_values(am)
-            holes = mask_probe.padding_runs(am) if why is None and self._mask_gm is not None else None
-            if holes is not None:
-                why = self._check_mask_with_holes(args, am, holes)
-            if why is not None:
-                return self._fallback(why, args)
-        why, for_good = self._check_masks(args, am)
+        why, for_good = self.masks.check(args, am)
         if why is not None:
             if for_good:
                 self.reason = why
             return self._fallback(why, args)
         plan = build_plan(ids, am, pos)
-        saved = plan.tokens_in - plan.num_packed
+        saved = plan.shared_tokens
         if plan.num_packed == 0:
             return self._fallback("the batch has no unpadded tokens", args, plan, log_it=False)
         if saved < self.opts.min_shared_tokens:
@@ -681,17 +438,15 @@ class ReplayGraph:
         if self.packed_chunked is not None:
             # the chunked graph's inputs are the plain one's plus the pairs; "auto" takes it where the pairs'
             # float32 logits would reach LM_HEAD_CHUNKED_BYTES
-            extra = self._packed_inputs(self.packed_chunked, args, plan, split)
-            per_site = 4 if split is not None else 2      # (flat, rows) per stream, at the end
-            n_plain = len(extra) - per_site * self.packed_chunked.lm_head_sites
-            pairs = sum(int(x.shape[0]) for x in extra[n_plain::2])
-            if self.opts.lm_head == "chunked" or pairs * self.packed_chunked.lm_head_vocab * 4 >= \
-                    LM_HEAD_CHUNKED_BYTES:
-                packed = self.packed_chunked
+            chunked = self.packed_chunked
+            extra = chunked.inputs(args, plan, split)
+            if self.opts.lm_head == "chunked" or \
+                    chunked.lm_head_rows(extra) * chunked.lm_head_vocab * 4 >= LM_HEAD_CHUNKED_BYTES:
+                packed = chunked
             else:
-                extra = extra[:n_plain]
+                extra = chunked.without_lm_head(extra)
         else:
-            extra = self._packed_inputs(packed, args, plan, split)
+            extra = packed.inputs(args, plan, split)
         self._lm_head_ran = packed.lm_head_sites
         out, failed = self._run_packed(packed, args, extra, dev)
         if failed is not None:  # compiling the packed graph failed: fall back for good, correct results first
@@ -702,9 +457,7 @@ class ReplayGraph:
                        valid_known=am is not None or bool(self.analysis.attention))
         # the next graph of the forward may pack these outputs again (exact), or says why it does not
         batch.detached = split is not None
-        if not hasattr(self, "_out_rows"):
-            self._out_rows = _output_rows(self.gm, self.analysis)
-        _tag_outputs(out, self._out_rows, batch)
+        _tag_outputs(out, packed.row_outputs, batch)
         self._stats(True, None, plan, args, split, key=batch)
         return out
 
@@ -764,7 +517,7 @@ class ReplayGraph:
                 outs = cont.mask_gm(*args)
         if batch is not None and not batch.valid_known and outs is not None:
             vis = mask_probe.visible(outs[0])
-            valid = _valid_from_mask(vis, b, t) if vis is not None else None
+            valid = mask_probe.valid_tokens(vis, b, t) if vis is not None else None
             if valid is not None and not torch.equal(valid, batch.valid):
                 # the plan packed padding as real tokens: plan again from the inputs, with the mask's real tokens
                 plan = content_plan([(args[i], *bt) for i, bt in seeds.items()], valid)
@@ -778,7 +531,7 @@ class ReplayGraph:
                 vis = mask_probe.visible(outs[0])
                 if vis is None:
                     return self.plain(*args)
-                valid = _valid_from_mask(vis, b, t)
+                valid = mask_probe.valid_tokens(vis, b, t)
             prev = current_step()
             # FSDP hands each layer fresh input tensors (its post-backward hook wraps them), untagged: inputs
             # that the step's batch packs exactly continue that step, with its plan
@@ -789,7 +542,7 @@ class ReplayGraph:
                 plan = content_plan([(x, 0, 1) for _, x in untagged], valid)
                 if not all(shares_exactly(plan, x, 0, 1) for _, x in untagged):
                     return self.plain(*args)  # a hash collision (never seen): run it as it is
-                if plan.num_packed == 0 or plan.tokens_in - plan.num_packed < self.opts.min_shared_tokens:
+                if plan.num_packed == 0 or plan.shared_tokens < self.opts.min_shared_tokens:
                     return self.plain(*args)
                 batch = _Batch(plan, valid)
         else:
@@ -805,13 +558,13 @@ class ReplayGraph:
             if why is not None:
                 return self._continued_fallback(why, args, batch)
         plan = batch.plan
-        extra = self._packed_inputs(cont.packed, args, plan, None, cont.analysis, cont.bounds_gm)
+        extra = cont.packed.inputs(args, plan)
         out, failed = self._run_packed(cont.packed, args, extra, args[next(iter(seeds))].device)
         if failed is not None:
             cont.reason = failed
             return self._continued_fallback(cont.reason, args, batch)
         self._lm_head_ran = 0
-        _tag_outputs(out, cont.out_rows, batch)
+        _tag_outputs(out, cont.packed.row_outputs, batch)
         self._stats(True, None, plan, args, key=batch, continued=True)
         return out
 
@@ -848,17 +601,14 @@ class ReplayGraph:
             cont.reason = a.reason
             if a.reason is None:
                 dev = args[next(iter(seeds))].device.type
-                cont.packed = rewrite(self.gm, a, detach_prefix=False, chunked_lm_head=False,
-                                      blocks=self._attention_blocks(None, a, dev))
+                cont.packed = rewrite(self.gm, a, detach_prefix=False, attention=self.opts.attention, device=dev,
+                                      chunked_lm_head=False)
                 cont.mask_sites = [s for s in a.attention if s.mask is not None]
                 if cont.mask_sites:
                     masks = [s.mask for s in cont.mask_sites]
-                    cont.mask_gm = mask_probe.subgraph_module(self.gm, masks)
-                    feeders = mask_probe.upstream(masks)
+                    cont.mask_gm = subgraph_module(self.gm, masks)
+                    feeders = upstream(masks)
                     cont.mask_inputs = tuple(i for i, n in enumerate(self._placeholders) if n in feeders)
-                bounds = [x for sl in a.slices for x in (sl.start, sl.stop) if isinstance(x, fx.Node)]
-                cont.bounds_gm = mask_probe.subgraph_module(self.gm, bounds) if bounds else None
-                cont.out_rows = _output_rows(self.gm, a)
         except Decline as e:
             cont.reason = str(e)
         except Exception as e:  # noqa: BLE001 - a bug in a pass must cost speed, never correctness
@@ -877,7 +627,8 @@ class ReplayGraph:
         why = mask_probe.check_masks(outs, cont.mask_sites, batch.valid, every, every)
         if why is None:
             batch.verified.append((key, [args[i] for i in cont.mask_inputs]))
-        self.mask_verifications += 1
+        self._continued_verifications += 1
+        count("masks_verified")
         return why
 
 

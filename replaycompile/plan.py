@@ -59,6 +59,21 @@ class ReplayPlan:
     def num_segments(self) -> int:
         return int(self.seg_q.shape[0])
 
+    @property
+    def shared_tokens(self) -> int:
+        """Real tokens of the batch that packing computes once for several rows: what it saves."""
+        return self.tokens_in - self.num_packed
+
+    @staticmethod
+    def pairs(scatter: torch.Tensor, lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(flat, rows)``: the flat (b, k) of each entry of a scatter [B, K] (``scatter_index`` or a
+        ``select_columns`` scatter) whose packed index lies in [lo, hi), and that index: the (row, target) pairs
+        of the chunked LM head."""
+        scatter = scatter.reshape(-1)
+        inside = scatter < hi if lo == 0 else (scatter >= lo) & (scatter < hi)
+        flat = torch.nonzero(inside).reshape(-1)
+        return flat, scatter.index_select(0, flat)
+
     def select_columns(self, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Columns [start, stop) of every row, python slice semantics.
 

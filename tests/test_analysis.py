@@ -12,7 +12,8 @@ from helpers import AOT, group_batch
 
 import replaycompile
 from replaycompile.models import tiny_model
-from replaycompile.passes.analysis import B, T, analyze
+from replaycompile.passes.nodes import B, T
+from replaycompile.passes.region import analyze
 
 
 def capture(fn, *args, **kwargs):
@@ -248,10 +249,10 @@ class TrilMaskLM(nn.Module):
 def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch, replay_graphs):
     """HF's mask is verified on chosen positions (passes/mask_probe.py): once per graph for every later length,
     never by a B x T x T evaluation (a size limit of 0 elements does not matter)."""
-    import replaycompile.backend as backend
+    from replaycompile.passes import mask_check
 
     graphs = replay_graphs
-    monkeypatch.setattr(backend, "MAX_MASK_PROBE_ELEMENTS", 0)
+    monkeypatch.setattr(mask_check, "MAX_MASK_PROBE_ELEMENTS", 0)
     model = tiny_model("qwen3")
     compiled = torch.compile(model, backend="replay", options=AOT)
     for i in range(6):
@@ -261,7 +262,7 @@ def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch, re
     ref = model(input_ids=ids, attention_mask=am, use_cache=False).logits
     torch.testing.assert_close(y[am.bool()], ref[am.bool()], rtol=1e-5, atol=1e-5)
     assert 1 <= len(graphs) <= 2  # static, then dynamic
-    assert all(g._mask_structured is not None and g.mask_verifications == 1 for g in graphs)
+    assert all(g.masks.structured is not None and g.mask_verifications == 1 for g in graphs)
 
 
 @pytest.mark.slow
@@ -279,13 +280,13 @@ def test_sliding_window_is_found_at_long_virtual_lengths_and_every_batch_packs(r
         assert st["applied"], st
         ref = model(input_ids=ids, attention_mask=am, use_cache=False).logits
         torch.testing.assert_close(y[am.bool()], ref[am.bool()], rtol=1e-5, atol=1e-5)
-    assert graphs[0]._windows == [64, 64] and graphs[0]._verified_len == mask_probe_long()
+    assert graphs[0].masks.windows == [64, 64] and graphs[0].masks.verified_len == mask_probe_long()
     torch._dynamo.reset()
     model = tiny_model("mistral", sliding_window=4096)
     ids, am, _, _ = group_batch()
     torch.compile(model, backend="replay", options=AOT)(input_ids=ids, attention_mask=am, use_cache=False)
     assert replaycompile.last_stats()["applied"]
-    assert graphs[-1]._windows == [4096, 4096]
+    assert graphs[-1].masks.windows == [4096, 4096]
 
 
 def mask_probe_long() -> int:
@@ -298,7 +299,7 @@ def mask_probe_long() -> int:
 def test_unstructured_mask_is_verified_in_full_per_shape_and_large_shapes_are_declined(monkeypatch, replay_graphs):
     """A mask built with ones(T, T).tril(): verified by a full evaluation once per input shape; past the size
     limit the graph is declined rather than allocate B x T x T."""
-    import replaycompile.backend as backend
+    from replaycompile.passes import mask_check
 
     graphs = replay_graphs
     model = TrilMaskLM()
@@ -308,12 +309,12 @@ def test_unstructured_mask_is_verified_in_full_per_shape_and_large_shapes_are_de
         compiled(ids, am)
     assert replaycompile.last_stats()["applied"], replaycompile.last_stats()
     (g,) = graphs
-    assert g._mask_structured is None and g.mask_verifications == 1
+    assert g.masks.structured is None and g.mask_verifications == 1
     ids2, am2 = left_padded(prompt=9)
     compiled(ids2, am2)
     assert g.mask_verifications == 2, "a new shape is verified once"
     ids3, am3 = left_padded(prompt=11)
-    monkeypatch.setattr(backend, "MAX_MASK_PROBE_ELEMENTS", ids3.shape[0] * ids3.shape[1] ** 2 - 1)
+    monkeypatch.setattr(mask_check, "MAX_MASK_PROBE_ELEMENTS", ids3.shape[0] * ids3.shape[1] ** 2 - 1)
     y = compiled(ids3, am3)
     st = replaycompile.last_stats()
     assert not st["applied"] and "too large to verify the model's attention mask" in st["fallback_reason"], st

@@ -142,7 +142,7 @@ from test_analysis import capture  # noqa: E402
 from test_sliding_window import BATCHES, WINDOW, eager_and_replay  # noqa: E402
 
 from replaycompile.models import tiny_model  # noqa: E402
-from replaycompile.passes.analysis import analyze  # noqa: E402
+from replaycompile.passes.region import analyze  # noqa: E402
 
 TREE_ATTENTION = torch.ops.replaycompile.tree_attention.default
 
@@ -191,7 +191,7 @@ def test_gpt_oss_is_packed_and_exact(batch, monkeypatch):
     (g,) = [g for g in graphs if g.packed is not None]
     calls = rewritten_calls(g)
     assert len(calls) == 2 and all(len(c) == 15 and c[14] is not None for c in calls)  # both sites, with sinks
-    assert g._windows == [WINDOW, 0]  # the sliding layer keeps its window, by row distance
+    assert g.masks.windows == [WINDOW, 0]  # the sliding layer keeps its window, by row distance
     assert "model.layers.0.self_attn.sinks" in got[1]
     assert_same_step(ref, got)
 

@@ -13,6 +13,7 @@ import torch
 from helpers import AOT, assert_same_step, group_batch, grpo_loss, run, step_loss, unique_prefix_tokens
 from hypothesis import given, settings
 from strategies import rollout_batches
+from torch._dynamo.utils import counters
 
 import replaycompile
 from replaycompile.models import FAMILIES, tiny_model
@@ -97,19 +98,21 @@ def test_auto_attention_on_cpu_is_the_torch_path():
     assert replaycompile.last_stats()["attention"] == "torch"
 
 
-def test_whole_step_packs_the_vocabulary_projection(replay_graphs):
-    """The rewritten graph slices and re-packs before the LM head and reads the targets from packed logits."""
+def test_whole_step_packs_the_vocabulary_projection():
+    """The loss's slice moves before the LM head and packs the selected tokens again, and the targets are read
+    from packed logits (the passes' counters say so: a pass that stops matching fails here)."""
     model = tiny_model("qwen3")
     ids, am, adv, p = group_batch()
-    torch.compile(step_loss, backend="replay", options=AOT)(model, ids, am, adv, p)
-    (g,) = replay_graphs
-    code = g.packed.gm.code
-    assert "replay_gather" in code and "rc_sub1_index" in code
+    counters.clear()
+    torch.compile(step_loss, backend="replay", options={**AOT, "lm_head": "plain"})(model, ids, am, adv, p)
+    assert replaycompile.last_stats()["applied"]
+    c = counters["replay"]
+    assert c["slices_sunk"] >= 1 and c["packed_graphs"] == 1
     # the vocabulary projection's input is the re-packed slice, not the replayed [B, T, H] tensor
-    assert [(s.start, s.stop) for s in g.analysis.slices] == [(p - 1, -1)]
+    assert c["sequence_slices_repacked"] == 1 and c["vocab_gathers"] == 1
 
 
-def test_packed_log_probs_equal_eager_and_are_zero_at_padding(replay_graphs):
+def test_packed_log_probs_equal_eager_and_are_zero_at_padding():
     """A step that returns the per-token log-probs (as TRL does, for logging and the loss): they come from the
     packed LM head (replay_gather), equal eager's wherever the predicting position is a real token and are
     zeros where it is padding, as the contract says for every output."""
@@ -121,9 +124,10 @@ def test_packed_log_probs_equal_eager_and_are_zero_at_padding(replay_graphs):
         return logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
 
     ref = logprobs(model, ids, am)
-    got = torch.compile(logprobs, backend="replay", options=AOT)(model, ids, am)
+    counters.clear()
+    got = torch.compile(logprobs, backend="replay", options={**AOT, "lm_head": "plain"})(model, ids, am)
     assert replaycompile.last_stats()["applied"]
-    assert "replay_gather" in replay_graphs[0].packed.gm.code
+    assert counters["replay"]["vocab_gathers"] == 1
     valid = am[:, p - 1:-1].bool()  # the position whose logits predict the target is a real token
     assert (~valid).any()
     torch.testing.assert_close(got[valid], ref[valid], rtol=1e-5, atol=1e-5)

@@ -29,6 +29,7 @@ from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, c
 from replaycompile.kernels.block_sparse_reference import budget_visibility_mask, masked_attention_reference
 from replaycompile.kernels.tree_attention import tree_attention
 from replaycompile.kernels.tree_attention_reference import tree_attention_reference, tree_visibility_mask
+from replaycompile.passes.rewrite import choose_blocks
 from replaycompile.models import tiny_model
 
 # Interpreter: float32 dots are IEEE, so float32 matches to rounding. 16-bit inputs: p is rounded to the input
@@ -363,7 +364,7 @@ def test_attention_option_picks_the_kernels_by_device(caplog):
     q_node.meta.pop("example_value", None)
     q_node.meta.pop("val", None)
     with caplog.at_level("WARNING", logger="replaycompile"):
-        assert g._attention_blocks(cuda_inputs) == (64, 64)
+        assert choose_blocks(g.analysis, "auto", "cuda") == (64, 64)
     assert f"`{q_node.name}`" in caplog.text and "head_dim 64 in float32" in caplog.text
 
 

@@ -16,7 +16,8 @@ from test_detach_prefix import tree_batch
 
 import replaycompile
 from replaycompile.models import tiny_model
-from replaycompile.passes.analysis import BT, analyze
+from replaycompile.passes.nodes import BT
+from replaycompile.passes.region import analyze
 
 MOE = ["qwen3_moe", "mixtral"]
 

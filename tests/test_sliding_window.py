@@ -197,8 +197,8 @@ def test_each_layer_gets_its_own_window(monkeypatch):
     graphs = instances_of(monkeypatch, ReplayGraph)
     _, _, stats = eager_and_replay(hf_model("gemma3_text", "sdpa"), BATCHES["flat"]())
     assert stats["applied"] is True
-    (g,) = [g for g in graphs if g._mask_sites]
-    assert g._windows == [WINDOW, 0]
+    (g,) = [g for g in graphs if g.masks is not None and g.masks.sites]
+    assert g.masks.windows == [WINDOW, 0]
 
 
 def test_gemma2_softcapped_attention_is_an_attention_site():
@@ -206,7 +206,7 @@ def test_gemma2_softcapped_attention_is_an_attention_site():
     is one site per layer with softcap c and the scale before it; nothing declines the graph."""
     from test_analysis import capture
 
-    from replaycompile.passes.analysis import analyze
+    from replaycompile.passes.region import analyze
 
     model = hf_model("gemma2", "eager", attn_logit_softcapping=0.5)
     ids, am, _, _ = BATCHES["flat"]()
@@ -235,7 +235,7 @@ def test_gemma2_softcapping_is_shared_and_exact(batch, monkeypatch):
     calls = [n.args for n in g.packed.gm.graph.nodes
              if n.op == "call_function" and n.target is torch.ops.replaycompile.tree_attention.default]
     assert [c[13] for c in calls] == [0.5, 0.5]  # rewritten with the softcap, not replayed rows
-    assert g._windows == [WINDOW, 0]
+    assert g.masks.windows == [WINDOW, 0]
     assert_same_step(ref, got)
 
 

@@ -96,8 +96,11 @@ def test_prompts_must_be_left_padded():
 
 
 def test_full_budget_rollout_equals_dense_and_prefill_stays_dense(sparrow_graphs):
+    from torch._dynamo.utils import counters
+
     model = tiny_model("qwen3", "sdpa", num_hidden_layers=3)
     ids, am = _prompts(t=70)
+    counters.clear()
     dense = rollout.generate(model, ids, am, max_new_tokens=20, temperature=0, return_logits=True)
     full = rollout.generate(model, ids, am, max_new_tokens=20, temperature=0, return_logits=True,
                             schedule=SparrowSchedule.dense(dense_layers=(0,)))
@@ -112,6 +115,8 @@ def test_full_budget_rollout_equals_dense_and_prefill_stays_dense(sparrow_graphs
     torch.testing.assert_close(sparse.logits[:, 0], dense.logits[:, 0], rtol=1e-5, atol=1e-5)
     assert (sparse.logits[:, 1:] - dense.logits[:, 1:]).abs().max() > 1e-3
     assert [g.info is not None for g in sparrow_graphs] == [True, True]  # the decode steps only
+    # the pass's counters: each decode graph's 3 attentions rewritten, 2 of them sparse (layer 0 stays dense)
+    assert counters["replay"]["sparrow_sites"] == 6 and counters["replay"]["sparrow_sites_sparse"] == 4
 
 
 def test_other_graphs_compile_unchanged_with_a_schedule(sparrow_graphs, caplog):
