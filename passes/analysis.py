@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 import operator
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
 import torch
 import torch.fx as fx
+
+from . import recurrent
 
 B, T, BT = "B", "T", "BT"  # roles of a dimension; BT is a flattened batch*sequence dimension
 # Two more roles, for mixture-of-experts routing: "BT*k" is a flattened batch*sequence*k dimension, token-major
@@ -716,6 +717,8 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
             kind[n], roles[n], space[n] = "packed", (a.inverse_aranges[n],), space.get(e, 0)
             continue
         ins = n.all_input_nodes
+        if recurrent.classify(n, a, replayed, same_size, Decline):
+            continue  # inside a recurrent layer computed per row (its output re-enters packed: passes/recurrent.py)
         packed_ins = [x for x in ins if is_packed(x)]
         if n in by_node:
             s = by_node[n]
@@ -1112,31 +1115,9 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     return None
 
 
-# Recurrent (linear-attention / state-space) layers, by a piece of their class name: their state at a token carries
-# every earlier token of the row, through ops (causal conv1d, chunked scans, triangular solves) that have no
-# per-token layout; a decline inside one names the layer, not the first op the analysis met.
-_RECURRENT_LAYERS = (
-    ("GatedDeltaNet", "Gated DeltaNet (linear attention)"),
-    ("Mamba", "Mamba (state-space)"),
-    ("LinearAttention", "linear attention"),
-    ("Rwkv", "RWKV (linear attention)"),
-)
-
-
 def _recurrent_layer_reason(n: fx.Node, why: str) -> str | None:
-    """The decline reason for a token-mixing node inside a recurrent layer, naming the layer (its module path, as
-    in ``model.named_modules()``, and its class) and what the user gets instead."""
-    for path, cls in reversed(list((n.meta.get("nn_module_stack") or {}).values())):
-        name = getattr(cls, "__name__", str(cls))
-        kind = next((k for key, k in _RECURRENT_LAYERS if key.lower() in name.lower()), None)
-        if kind is None:
-            continue
-        path = re.sub(r"^L\['[^']*'\]\.?", "", str(path))
-        return (f"{kind} layer `{path}` ({name}): its recurrent state (and its short causal convolution) "
-                f"carries every earlier token of the row, and the packed layout cannot scan a state along the "
-                f"prefix tree yet, so rows sharing a prompt run unpacked (results equal eager's); the first "
-                f"token-mixing op is {_node_desc(n)}: {why}")
-    return None
+    """The reason for a token-mixing node inside a recurrent layer, naming the layer (passes/recurrent.py)."""
+    return recurrent.layer_reason(n, why)
 
 
 def _aux_loss_reason(n: fx.Node) -> str | None:
