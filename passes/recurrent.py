@@ -104,6 +104,14 @@ def admit_output(x: fx.Node, user: fx.Node, a, same_size, decline) -> bool:
                       f"{list(shape) if shape is not None else '?'} leaves the layer (read by `{user.name}`) "
                       f"without a [batch, seq, ...] layout to gather back to the packed tokens (a recurrent or "
                       f"conv state? training steps should call the model with use_cache=False)")
+    other = next((y for y in a.tokenfn if y is not x and isinstance(y, fx.Node) and a.kind.get(y) == "row"
+                  and (recurrent_layer(y) or ("",))[0] == path), None)
+    if other is not None:
+        # the layer's output is the one value known to be causal per row; a second one (an intermediate the
+        # model reads elsewhere) is not vouched for
+        raise decline(f"{kind} layer `{path}` ({name}) is computed per row, but two of its values leave it "
+                      f"(`{other.name}` and `{x.name}`, read by `{user.name}`); only its output can be gathered "
+                      f"back to the packed tokens")
     a.tokenfn.add(x)
     a.roles[x] = ("B", "T") + (None,) * (len(shape) - 2)
     return True

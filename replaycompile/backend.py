@@ -511,6 +511,8 @@ class ReplayGraph:
             "lm_head_chunked": self._lm_head_ran if applied else 0,
             # recurrent layers computed per row (module paths): their tokens are not shared inside them
             "recurrent_per_row": list(self.per_row_layers) if applied else [],
+            # the positions each of those layers ran on: every row's every column, padding included
+            "recurrent_tokens_computed": unpacked if applied and self.per_row_layers else 0,
         }, key=key, graph=self.name)
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):
