@@ -64,7 +64,8 @@ def _assert_packed_per_row(st, batch, layers):
     pytest.param(["full_attention", "linear_attention"], "model.layers.1.linear_attn", torch.float64,
                  marks=pytest.mark.slow),
 ])
-def test_qwen3_next_group_is_packed_with_the_gated_deltanet_per_row(layer_types, layer, dtype, caplog, request):
+def test_qwen3_next_group_is_packed_with_the_gated_deltanet_per_row(layer_types, layer, dtype, caplog, request,
+                                                                     replay_graphs):
     """G rows sharing a left-padded prompt, completions of different lengths right-padded: packed, the Gated
     DeltaNet layer computed per row (counted, logged and in the stats by its module path), loss and every
     gradient (the DeltaNet's conv, decay, gate and projection weights included) equal eager's. With attention
@@ -81,7 +82,22 @@ def test_qwen3_next_group_is_packed_with_the_gated_deltanet_per_row(layer_types,
     assert any(f"`{layer}` (Qwen3NextGatedDeltaNet) computed per row" in r.getMessage() for r in caplog.records)
     assert {f"{layer}.conv1d.weight", f"{layer}.A_log", f"{layer}.dt_bias", f"{layer}.in_proj_qkvz.weight",
             f"{layer}.out_proj.weight", f"{layer}.norm.weight"} <= set(ref[1])
+    _assert_region_per_row(replay_graphs[0].analysis, layer)
     assert_same_step(ref, got)
+
+
+def _assert_region_per_row(a, layer):
+    """The analysis's facts: every token-dependent node of the layer runs per row, exactly one of its values (the
+    output) re-enters the packed region, as [B, T, hidden]; every attention and every linear outside the layer
+    that reads activations is packed."""
+    inside = [n for n in a.kind if (recurrent.recurrent_layer(n) or ("",))[0] == layer]
+    assert inside and all(a.kind[n] == "row" for n in inside if n.op != "placeholder")
+    out = [n for n in inside if n in a.tokenfn]
+    assert len(out) == 1 and a.roles[out[0]] == ("B", "T", None), out
+    assert a.attention and all(a.kind[s.node] == "packed" for s in a.attention)
+    linears = [n for n in a.kind if n.op == "call_function" and getattr(n.target, "__name__", "") == "linear"
+               and n not in inside]
+    assert linears and all(a.kind[n] == "packed" for n in linears), [n.name for n in linears if a.kind[n] != "packed"]
 
 
 @pytest.mark.slow
