@@ -104,9 +104,9 @@ def _assert_region_per_row(a, layer):
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
 def test_qwen3_next_two_level_tree_is_packed_and_exact(impl, float64_scan):
     """Rows prompt + stem + tail (two branch levels), both attention implementations, 4 layers alternating
-    Gated DeltaNet and attention, each with the tiny config's MoE (shared expert included): both DeltaNets
-    computed per row, loss and every gradient equal eager's (float64 with a float64 scan)."""
-    model = tiny_model("qwen3_next", impl, num_hidden_layers=4, dtype=float64_scan)
+    Gated DeltaNet and attention: both DeltaNets computed per row, loss and every gradient equal eager's (float64
+    with a float64 scan; dense MLPs, as grouped_mm takes no float64: the MoE layers are in the float32 test)."""
+    model = tiny_model("qwen3_next", impl, num_hidden_layers=4, mlp_only_layers=[0, 1, 2, 3], dtype=float64_scan)
     batch = tree_batch()
     ref, got, st = _compiled_step(model, batch)
     _assert_packed_per_row(st, batch, ["model.layers.0.linear_attn", "model.layers.2.linear_attn"])
@@ -115,12 +115,14 @@ def test_qwen3_next_two_level_tree_is_packed_and_exact(impl, float64_scan):
 
 @pytest.mark.slow
 def test_qwen3_next_two_level_tree_in_float32():
-    """The tree in float32, the fallback's scan as shipped: every gradient within 1e-5 of eager's but the
-    DeltaNets' decay parameters (``A_log``, ``dt_bias``), whose gradients are sums that cancel to about 1e-4 of
-    their terms; summing a shared token's gradient on one row changes their rounding (measured: up to 1.8e-3
-    relative on this batch, where eager with sdpa against eager with eager attention differs by 1.8e-4). They
-    are held to 5e-3 here; ``test_qwen3_next_two_level_tree_is_packed_and_exact`` checks them at 1e-5 with the
-    scan in float64."""
+    """The tree in float32, the fallback's scan as shipped, the tiny config's MoE layers (shared expert
+    included): every gradient within 1e-5 of eager's, relative, but the DeltaNets' decay parameters (``A_log``,
+    ``dt_bias``). Their gradients are sums over tokens of the decay's gradient, with signs, that cancel to
+    1e-3..1e-6 of their terms (norms down to 1e-7 here), so the rounding of the float32 scan moves them by far more
+    than 1e-5 of themselves once a shared token's gradient is summed on one row (5e-3 to 3e-1 relative on this
+    batch). They are held to 1e-5 of the scale of the per-token gradients they sum: the norm of the same layer's
+    ``in_proj_ba.weight`` gradient (the projection that feeds the decay). At 1e-5 of themselves they are checked
+    by ``test_qwen3_next_two_level_tree_is_packed_and_exact``, with the scan in float64."""
     model = tiny_model("qwen3_next", num_hidden_layers=4)
     batch = tree_batch()
     (l0, g0), (l1, g1), st = _compiled_step(model, batch)
@@ -128,8 +130,11 @@ def test_qwen3_next_two_level_tree_in_float32():
     torch.testing.assert_close(l1, l0, rtol=1e-5, atol=1e-5)
     assert g0.keys() == g1.keys()
     for k in g0:
-        err = ((g1[k] - g0[k]).norm() / g0[k].norm()).item()
-        assert err <= (5e-3 if k.endswith((".A_log", ".dt_bias")) else 1e-5), f"gradient of {k}: {err:.2e}"
+        scale = g0[k].norm()
+        if k.endswith((".A_log", ".dt_bias")):
+            scale = g0[k.rsplit(".", 1)[0] + ".in_proj_ba.weight"].norm()
+        err = ((g1[k] - g0[k]).norm() / scale).item()
+        assert err <= 1e-5, f"gradient of {k}: {err:.2e} of {scale:.2e}"
 
 
 @pytest.mark.slow
