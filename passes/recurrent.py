@@ -3,15 +3,15 @@
 A recurrent layer's output at token t carries every earlier token of its row, through a state (a Gated
 DeltaNet's short causal conv1d and its delta-rule scan) that no per-token layout holds: run on the packed row,
 a branch's scan would read the previous branch's tokens as its history. So such a layer runs in the row layout:
-the analysis lets its token-mixing ops leave the packed region as any boundary does (their packed inputs are
-replayed to ``[B, T, ...]``, each row its own root-to-leaf path, right-padded, exactly as eager sees it), and
-the layer's ``[B, T, ...]`` output re-enters the packed region where the decoder layer reads it (the residual
-add): each packed token takes the value of one row that contains it (``ops.pack_rows`` at the plan's
+every token-dependent node of the layer (by Dynamo's ``nn_module_stack``) is a ``row`` node, so its packed
+inputs are replayed to ``[B, T, ...]`` (each row its own root-to-leaf path, right-padded, exactly as eager sees
+it), and the layer's ``[B, T, ...]`` output re-enters the packed region where the decoder layer reads it (the
+residual add): each packed token takes the value of one row that contains it (``ops.pack_rows`` at the plan's
 ``gather_index``). That is exact, not an approximation: the layer is causal per row, so a shared token's
 output is the same function of the same inputs in every row that holds it, and autograd through the one copy
 taken (plus the replay's scatter-add of every row's gradient into the packed inputs) is the gradient of that
-function. What it gives up is the sharing inside the recurrent layer only (its conv, scan, gated norm and out
-projection run on B x T tokens); the attention and MLP layers stay packed, and the stats and the log say per
+function. What it gives up is the sharing inside the recurrent layer only (its projections, conv, scan and
+gated norm run on B x T positions); the attention and MLP layers stay packed, and the stats and the log say per
 layer that it was "computed per row".
 
 Only layer classes whose traced computation was checked to be causal per row (loss and every gradient
