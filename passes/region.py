@@ -20,7 +20,6 @@ Every layout the rewrite will need is decided here too (``_check_layout``), so t
 from __future__ import annotations
 
 import operator
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +28,7 @@ import torch
 import torch.fx as fx
 
 from .attention_sites import find_attention_sites
+from . import recurrent
 from .nodes import (EMBEDDING, VIEW_NAMES, B, BT, Decline, Kind, NotCandidate, T, count, is_symint_node,
                     node_desc, op_name, same_size, shape, val)
 from .roles import infer_roles, is_elementwise, prefix_scan, routing_value
@@ -301,6 +301,8 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
             kind[n], roles[n], space[n] = Kind.PACKED, (a.inverse_aranges[n],), space.get(e, 0)
             continue
         ins = n.all_input_nodes
+        if recurrent.classify(n, a, replayed, same_size, Decline):
+            continue  # inside a recurrent layer computed per row (its output re-enters packed: passes/recurrent.py)
         packed_ins = [x for x in ins if is_packed(x)]
         if n in by_node:
             s = by_node[n]
@@ -520,28 +522,9 @@ def _seq_slice(n: fx.Node, roles: dict, a: GraphAnalysis):
 
 
 
-_RECURRENT_LAYERS = (
-    ("GatedDeltaNet", "Gated DeltaNet (linear attention)"),
-    ("Mamba", "Mamba (state-space)"),
-    ("LinearAttention", "linear attention"),
-    ("Rwkv", "RWKV (linear attention)"),
-)
-
-
 def _recurrent_layer_reason(n: fx.Node, why: str) -> str | None:
-    """The decline reason for a token-mixing node inside a recurrent layer, naming the layer (its module path, as
-    in ``model.named_modules()``, and its class) and what the user gets instead."""
-    for path, cls in reversed(list((n.meta.get("nn_module_stack") or {}).values())):
-        name = getattr(cls, "__name__", str(cls))
-        kind = next((k for key, k in _RECURRENT_LAYERS if key.lower() in name.lower()), None)
-        if kind is None:
-            continue
-        path = re.sub(r"^L\['[^']*'\]\.?", "", str(path))
-        return (f"{kind} layer `{path}` ({name}): its recurrent state (and its short causal convolution) "
-                f"carries every earlier token of the row, and the packed layout cannot scan a state along the "
-                f"prefix tree yet, so rows sharing a prompt run unpacked (results equal eager's); the first "
-                f"token-mixing op is {node_desc(n)}: {why}")
-    return None
+    """The reason for a token-mixing node inside a recurrent layer, naming the layer (passes/recurrent.py)."""
+    return recurrent.layer_reason(n, why)
 
 
 def _aux_loss_reason(n: fx.Node) -> str | None:

@@ -20,7 +20,7 @@ import torch
 import torch.fx as fx
 import torch.fx.experimental._config  # noqa: F401 - use_duck_shape, patched around the packed call
 
-from replaycompile.passes import mask_probe
+from replaycompile.passes import mask_probe, recurrent
 from replaycompile.passes.attention_sites import find_attention_sites
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.mask_check import MaskVerifier
@@ -251,6 +251,7 @@ class ReplayGraph:
         self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
         self.name = f"{cid}#{next(_graph_ids)}" if cid is not None else f"#{next(_graph_ids)}"
         self._continuations: dict = {}      # activation inputs (name -> roles) -> _Continuation
+        self.per_row_layers: dict = {}      # recurrent layers computed per row: module path -> class name
         self._has_attention = False
         self.packed: PackedGraph | None = None
         self.masks: MaskVerifier | None = None  # this graph's mask verification (passes/mask_check.py)
@@ -262,6 +263,14 @@ class ReplayGraph:
             inline_checkpoints(gm)  # semantics-preserving: activation-checkpoint regions become plain nodes
             self.analysis: GraphAnalysis = analyze(gm)
             self.reason = self.analysis.reason
+            self.per_row_layers = recurrent.per_row_layers(self.analysis) if self.reason is None else {}
+            if self.per_row_layers and opts.mode == "detach_prefix":
+                path, cls = next(iter(self.per_row_layers.items()))
+                # its shared positions would feed the branch tokens through a state autograd still sees, which
+                # is neither exact nor LongStraw's approximation (the shared state a constant)
+                raise Decline(f"recurrent layer `{path}` ({cls}) is computed per row, which mode='detach_prefix' "
+                              f"does not support (its state at the branch point would not be a constant); use "
+                              f"mode='exact'")
             if self.reason is None:
                 ids = example_inputs[[n for n in gm.graph.nodes if n.op == "placeholder"].index(self.analysis.ids)]
                 self._device = ids.device.type if isinstance(ids, torch.Tensor) else "cpu"
@@ -292,6 +301,11 @@ class ReplayGraph:
             else:
                 log.debug("replay: passing graph through: %s", self.reason)
         else:
+            if self.per_row_layers:
+                torch._dynamo.utils.counters["replay"][recurrent.COUNTER] += len(self.per_row_layers)
+                log.warning("replay: %s computed per row (a recurrent layer's state forks at every branch point, "
+                            "so its tokens are not shared inside it; exact, and every other layer stays packed)",
+                            ", ".join(f"recurrent layer `{p}` ({c})" for p, c in self.per_row_layers.items()))
             # a mask causal only within sliding windows rewrites the attentions to apply them
             self.masks = MaskVerifier(gm, self.analysis, on_windows=self._rewrite)
 
@@ -385,6 +399,10 @@ class ReplayGraph:
             attention=self._attention_ran if applied else None,
             shared_no_grad=split.num_shared if applied and split is not None else None,
             lm_head_chunked=self._lm_head_ran if applied else 0,
+            # recurrent layers computed per row (module paths): their tokens are not shared inside them
+            recurrent_per_row=list(self.per_row_layers) if applied else [],
+            # the positions each of those layers ran on: every row's every column, padding included
+            recurrent_tokens_computed=unpacked if applied and self.per_row_layers else 0,
         ), key=key, graph=self.name)
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):

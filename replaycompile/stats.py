@@ -44,6 +44,8 @@ class GraphStats:
     attention: str | None = None  # the attention path that ran ("triton", "torch", ...), None when unpacked
     shared_no_grad: int | None = None  # detach_prefix: the tokens that ran without autograd (the shared ones)
     lm_head_chunked: int | None = None  # vocabulary gathers run as replaycompile::chunked_logprobs
+    recurrent_per_row: list[str] | None = None  # recurrent layers computed per row (module paths): not shared inside
+    recurrent_tokens_computed: int | None = None  # the positions those layers ran on (rows x columns, padding too)
     # -- a Sparrow decode step (None for a packing graph)
     sparse_layers: list[int] | None = None
     dense_layers: list[int] | None = None

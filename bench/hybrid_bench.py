@@ -1,0 +1,92 @@
+"""Packed Qwen3-Next (Gated DeltaNet layers computed per row, attention and MLPs packed) against eager, on a
+GRPO-shaped step (forward, loss, backward) with G rows sharing a prompt. One process, the two interleaved,
+medians; loss and every gradient compared with eager's; the machine load printed beside the times.
+
+    python bench/hybrid_bench.py             # hidden 256, 4 layers (3 Gated DeltaNet : 1 attention, as released)
+    python bench/hybrid_bench.py --quick     # tiny, for a smoke run
+
+Both run with transformers' torch fallbacks for the DeltaNet (no flash-linear-attention / causal-conv1d on
+CPU). replay uses inner="eager" because torch 2.13's aot_eager (and so inductor) fails on Qwen3-Next's backward
+(tests/test_hybrid.py); so the packed graph runs op by op, like eager.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+import replaycompile
+from replaycompile.models import tiny_model
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from helpers import group_batch, run, step_loss  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--G", type=int, default=8)
+    ap.add_argument("--prompt", type=int, default=256)
+    ap.add_argument("--cmin", type=int, default=32)
+    ap.add_argument("--cmax", type=int, default=64)
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    if args.quick:
+        model = tiny_model("qwen3_next", num_hidden_layers=4, mlp_only_layers=[0, 1, 2, 3],
+                           layer_types=["linear_attention"] * 3 + ["full_attention"])
+        args.prompt, args.cmin, args.cmax, args.reps = 32, 4, 8, 3
+    else:
+        model = tiny_model("qwen3_next", hidden_size=256, intermediate_size=768, num_hidden_layers=4,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=64, vocab_size=32000,
+                           linear_key_head_dim=64, linear_value_head_dim=64, linear_num_key_heads=2,
+                           linear_num_value_heads=4, mlp_only_layers=[0, 1, 2, 3],
+                           layer_types=["linear_attention"] * 3 + ["full_attention"])
+    g = torch.Generator().manual_seed(0)
+    lens = tuple(int(x) for x in torch.randint(args.cmin, args.cmax + 1, (args.G,), generator=g))
+    batch = group_batch(prompt_len=args.prompt, lens=lens, vocab=model.config.vocab_size, left_pad=0)
+    compiled = torch.compile(step_loss, backend="replay", options={"inner": "eager"})
+
+    t0 = time.perf_counter()
+    got = run(compiled, model, *batch)
+    first = time.perf_counter() - t0
+    st = replaycompile.last_stats()
+    ref = run(step_loss, model, *batch)
+    assert st["applied"], st
+    errs = {k: ((got[1][k] - ref[1][k]).norm() / ref[1][k].norm().clamp_min(1e-12)).item() for k in ref[1]}
+    rel = max(v for k, v in errs.items() if not k.endswith((".A_log", ".dt_bias")))
+    # the DeltaNet's decay parameters: against the scale of the per-token gradients they sum (README, "Hybrid")
+    decay = max(((got[1][k] - ref[1][k]).norm() / ref[1][k.rsplit(".", 1)[0] + ".in_proj_ba.weight"].norm()).item()
+                for k in ref[1] if k.endswith((".A_log", ".dt_bias")))
+
+    times = {"eager": [], "replay": []}
+    for i in range(args.reps):
+        for name in (("eager", "replay") if i % 2 == 0 else ("replay", "eager")):
+            fn = step_loss if name == "eager" else compiled
+            t0 = time.perf_counter()
+            run(fn, model, *batch)
+            times[name].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    layers = model.config.layer_types
+    per_row = st["recurrent_per_row"]
+    print(f"load average {os.getloadavg()}; {torch.get_num_threads()} threads")
+    print(f"G={args.G} prompt={args.prompt} completions {min(lens)}-{max(lens)}; rows x T = "
+          f"{batch[0].numel()}, real tokens {st['tokens_in']}, packed tokens {st['tokens_computed']}")
+    print(f"layers {layers}: token mixers computed per row {len(per_row)}/{len(layers)} ({', '.join(per_row)}); "
+          f"shared: {len(layers) - len(per_row)}/{len(layers)} attention mixers and {len(layers)}/{len(layers)} "
+          f"MLPs (sublayers shared {2 * len(layers) - len(per_row)}/{2 * len(layers)})")
+    print(f"first replay call (compile) {first:.1f} s; loss rel err "
+          f"{abs((got[0] - ref[0]) / ref[0]).item():.1e}, worst grad rel err {rel:.1e} (DeltaNet decay params "
+          f"A_log/dt_bias: {decay:.1e} of their layer's in_proj_ba gradient norm)")
+    for k, v in times.items():
+        print(f"{k:7s} median {med[k]:.3f} s  ({', '.join(f'{x:.3f}' for x in v)})")
+    print(f"replay vs eager: {med['eager'] / med['replay']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
