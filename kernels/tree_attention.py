@@ -100,11 +100,9 @@ def _new_tokens(shape, dtype, device, zero: bool = False) -> Tensor:
 
 def _as_tokens(x: Tensor) -> Tensor:
     """``x`` in the layout of ``_new_tokens`` (a copy only where it differs)."""
-    if x.stride() == _new_tokens(x.shape, x.dtype, "meta").stride() or x.device.type != "cpu":
+    if x.device.type != "cpu" or x.transpose(1, 2).is_contiguous():
         return x
-    out = _new_tokens(x.shape, x.dtype, x.device)
-    out.copy_(x)
-    return out
+    return x.transpose(1, 2).contiguous().transpose(1, 2)
 
 
 _warned: set = set()
@@ -635,7 +633,9 @@ def tree_attention_backward(
     if not (window > 0 or softcap > 0) and _use_triton(q, k, v, layout):
         # autograd can hand us expanded (stride-0) grads; the kernels want real strides
         lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
-        grads = _triton.backward(grad_out.contiguous(), q, k, v, out, lse, lay, scale, tree_end=subtree_end)
+        # (out is token-major where the interpreter ran the forward on CPU tensors; on CUDA contiguous already)
+        grads = _triton.backward(grad_out.contiguous(), q, k, v, out.contiguous(), lse, lay, scale,
+                                 tree_end=subtree_end)
         _ran("backward", "triton")
         return tuple(_as_tokens(g) for g in grads)
     # the PyTorch paths read any strides, but an expanded (stride-0) grad would be read element by element;
