@@ -331,23 +331,27 @@ def _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse):
 
 
 def _split_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc):
-    for g0, g1, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off):
-        if anc:
-            dq[:, :, g0:g1], dk_a, dv_a = _FLASH_CPU_BWD(grad_out[:, :, g0:g1], q[:, :, g0:g1], _ranges(k, anc),
-                                                         _ranges(v, anc), out[:, :, g0:g1], lse[:, :, g0:g1], 0.0,
-                                                         False, scale=scale)
-            _scatter_add(dk_acc, dk_a, anc[:-1], *anc[-1])
-            _scatter_add(dv_acc, dv_a, anc[:-1], *anc[-1])
+    """dk_acc/dv_acc may come uninitialised: the segments' own runs partition the keys [off, Nk), so a first
+    pass writes each of those once (a copy, not zeros plus an add: two passes over the accumulators fewer
+    per layer), the keys before ``off`` are zeroed, and a second pass adds the ancestor groups' parts."""
+    if off:
+        dk_acc[:, :, :off].zero_()
+        dv_acc[:, :, :off].zero_()
+    groups = list(_ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off))
+    for _, _, _, segs in groups:
         for qs, qe in segs:
             own = slice(qs + off, qe + off)
-            dq_s, dk_s, dv_s = _FLASH_CPU_BWD(grad_out[:, :, qs:qe], q[:, :, qs:qe], k[:, :, own], v[:, :, own],
-                                              out[:, :, qs:qe], lse[:, :, qs:qe], 0.0, True, scale=scale)
-            if anc:
-                dq[:, :, qs:qe] += dq_s
-            else:
-                dq[:, :, qs:qe] = dq_s
-            dk_acc[:, :, own] += dk_s
-            dv_acc[:, :, own] += dv_s
+            dq[:, :, qs:qe], dk_acc[:, :, own], dv_acc[:, :, own] = _FLASH_CPU_BWD(
+                grad_out[:, :, qs:qe], q[:, :, qs:qe], k[:, :, own], v[:, :, own], out[:, :, qs:qe],
+                lse[:, :, qs:qe], 0.0, True, scale=scale)
+    for g0, g1, anc, _ in groups:
+        if anc:
+            dq_a, dk_a, dv_a = _FLASH_CPU_BWD(grad_out[:, :, g0:g1], q[:, :, g0:g1], _ranges(k, anc),
+                                              _ranges(v, anc), out[:, :, g0:g1], lse[:, :, g0:g1], 0.0, False,
+                                              scale=scale)
+            dq[:, :, g0:g1] += dq_a
+            _scatter_add(dk_acc, dk_a, anc[:-1], *anc[-1])
+            _scatter_add(dv_acc, dv_a, anc[:-1], *anc[-1])
 
 
 # ---------------------------------------------------------------- sliding window and softcapping
@@ -644,8 +648,11 @@ def tree_attention_backward(
     _ran("backward", "torch")
     acc_dt = torch.promote_types(k.dtype, torch.float32)
     dq = _new_tokens(q.shape, q.dtype, q.device)
-    dk_acc = _new_tokens(k.shape, acc_dt, k.device, zero=True)
-    dv_acc = _new_tokens(v.shape, acc_dt, v.device, zero=True)
+    # the split path initialises the accumulators itself (_split_backward)
+    split = (window == 0 and softcap <= 0 and _use_flash(q, v)
+             and (k.shape[2] != q.shape[2] or not _low_precision(q)))
+    dk_acc = _new_tokens(k.shape, acc_dt, k.device, zero=not split)
+    dv_acc = _new_tokens(v.shape, acc_dt, v.device, zero=not split)
     if window > 0 or softcap > 0:
         _windowed_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, positions, window,
                            softcap, dq, dk_acc, dv_acc)
