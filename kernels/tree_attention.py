@@ -86,6 +86,25 @@ def _use_flash(q: Tensor, v: Tensor) -> bool:
     return q.device.type == "cpu" and q.dtype in _FLASH_CPU_DTYPES and q.shape[3] == v.shape[3]
 
 
+def _new_tokens(shape, dtype, device, zero: bool = False) -> Tensor:
+    """An output [1, H, N, D] of the ops: on CPU token-major (``[1, N, H, D]`` in memory, transposed), the layout
+    of q, k and v as the model makes them and of the flash kernel's [B, L, H, D] buffers. Then the model's
+    ``out.transpose(1, 2).reshape(1, N, H * D)`` is a view, and the gradient reaching the backward op arrives
+    in the layout the kernel reads without copying each slice. Elsewhere contiguous, as the Triton kernels
+    write. The fake implementations allocate the same way, so the compiled graph sees the real strides."""
+    if torch.device(device).type != "cpu":
+        return (torch.zeros if zero else torch.empty)(shape, dtype=dtype, device=device)
+    b, h, n, d = shape
+    return (torch.zeros if zero else torch.empty)((b, n, h, d), dtype=dtype, device=device).transpose(1, 2)
+
+
+def _as_tokens(x: Tensor) -> Tensor:
+    """``x`` in the layout of ``_new_tokens`` (a copy only where it differs)."""
+    if x.device.type != "cpu" or x.transpose(1, 2).is_contiguous():
+        return x
+    return x.transpose(1, 2).contiguous().transpose(1, 2)
+
+
 _warned: set = set()
 
 # (op, path) -> calls, op "forward" / "backward", path "triton" / "torch". One process-wide count under a lock:
@@ -283,39 +302,56 @@ def _ranges(x: Tensor, ranges: list) -> Tensor:
 
 
 def _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse):
-    for g0, _, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off):
-        if anc:
-            g1 = segs[-1][1]
-            o_a, l_a = _FLASH_CPU(q[:, :, g0:g1], _ranges(k, anc), _ranges(v, anc), 0.0, False, scale=scale)
+    for g0, g1, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off):
+        if not anc:
+            for qs, qe in segs:
+                own = slice(qs + off, qe + off)
+                o_s, l_s = _FLASH_CPU(q[:, :, qs:qe], k[:, :, own], v[:, :, own], 0.0, True, scale=scale)
+                out[:, :, qs:qe] = o_s
+                lse[:, :, qs:qe] = l_s
+            continue
+        o_a, l_a = _FLASH_CPU(q[:, :, g0:g1], _ranges(k, anc), _ranges(v, anc), 0.0, False, scale=scale)
+        # the own runs' results, merged with the ancestors' once per group (not per segment): in place in out/lse
+        # where those hold the kernel's results unrounded (float32), else in the kernel's dtypes until the merge
+        in_place = out.dtype == torch.float32 and l_a.dtype == torch.float32
+        o_own, l_own = (out[:, :, g0:g1], lse[:, :, g0:g1]) if in_place else (torch.empty_like(o_a),
+                                                                               torch.empty_like(l_a))
         for qs, qe in segs:
-            o_s, l_s = _FLASH_CPU(q[:, :, qs:qe], k[:, :, qs + off:qe + off], v[:, :, qs + off:qe + off], 0.0,
-                                  True, scale=scale)
-            if anc:
-                la, oa = l_a[:, :, qs - g0:qe - g0], o_a[:, :, qs - g0:qe - g0]
-                l_m = torch.logaddexp(la, l_s)
-                o_s = (oa.to(l_m.dtype) * (la - l_m).exp_()[..., None]).add_(
-                    o_s.to(l_m.dtype) * (l_s - l_m).exp_()[..., None])
-                l_s = l_m
-            out[:, :, qs:qe] = o_s
-            lse[:, :, qs:qe] = l_s
+            own = slice(qs + off, qe + off)
+            o_own[:, :, qs - g0:qe - g0], l_own[:, :, qs - g0:qe - g0] = _FLASH_CPU(
+                q[:, :, qs:qe], k[:, :, own], v[:, :, own], 0.0, True, scale=scale)
+        l_m = torch.logaddexp(l_a, l_own)
+        w_a = (l_a - l_m).exp_()[..., None]
+        w_s = (l_own - l_m).exp_()[..., None]
+        if in_place:
+            o_own.mul_(w_s).addcmul_(o_a, w_a)
+        else:
+            out[:, :, g0:g1] = (o_a.to(l_m.dtype) * w_a).addcmul_(o_own.to(l_m.dtype), w_s)
+        lse[:, :, g0:g1] = l_m
 
 
 def _split_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc):
-    for g0, _, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off):
+    """dk_acc/dv_acc may come uninitialised: the segments' own runs partition the keys [off, Nk), so a first
+    pass writes each of those once (a copy, not zeros plus an add: two passes over the accumulators fewer
+    per layer), the keys before ``off`` are zeroed, and a second pass adds the ancestor groups' parts."""
+    if off:
+        dk_acc[:, :, :off].zero_()
+        dv_acc[:, :, :off].zero_()
+    groups = list(_ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off))
+    for _, _, _, segs in groups:
+        for qs, qe in segs:
+            own = slice(qs + off, qe + off)
+            dq[:, :, qs:qe], dk_acc[:, :, own], dv_acc[:, :, own] = _FLASH_CPU_BWD(
+                grad_out[:, :, qs:qe], q[:, :, qs:qe], k[:, :, own], v[:, :, own], out[:, :, qs:qe],
+                lse[:, :, qs:qe], 0.0, True, scale=scale)
+    for g0, g1, anc, _ in groups:
         if anc:
-            g1 = segs[-1][1]
             dq_a, dk_a, dv_a = _FLASH_CPU_BWD(grad_out[:, :, g0:g1], q[:, :, g0:g1], _ranges(k, anc),
                                               _ranges(v, anc), out[:, :, g0:g1], lse[:, :, g0:g1], 0.0, False,
                                               scale=scale)
+            dq[:, :, g0:g1] += dq_a
             _scatter_add(dk_acc, dk_a, anc[:-1], *anc[-1])
             _scatter_add(dv_acc, dv_a, anc[:-1], *anc[-1])
-        for qs, qe in segs:
-            own = slice(qs + off, qe + off)
-            dq_s, dk_s, dv_s = _FLASH_CPU_BWD(grad_out[:, :, qs:qe], q[:, :, qs:qe], k[:, :, own], v[:, :, own],
-                                              out[:, :, qs:qe], lse[:, :, qs:qe], 0.0, True, scale=scale)
-            dq[:, :, qs:qe] = dq_s + dq_a[:, :, qs - g0:qe - g0] if anc else dq_s
-            dk_acc[:, :, own] += dk_s
-            dv_acc[:, :, own] += dv_s
 
 
 # ---------------------------------------------------------------- sliding window and softcapping
@@ -461,7 +497,7 @@ def tree_attention(
 
     q [1, Hq, N, D], k [1, Hkv, N, D], v [1, Hkv, N, Dv] (any strides; query
     head h reads kv head h // (Hq // Hkv)). Returns (out [1, Hq, N, Dv]
-    contiguous in q.dtype, lse [1, Hq, N] float32 natural log-sum-exp of the
+    in q.dtype, token-major on CPU (see ``_new_tokens``), lse [1, Hq, N] float32 natural log-sum-exp of the
     scaled visible scores). ``subtree_end`` is accepted for the schema/spec but
     the computation follows the segment CSR.
 
@@ -498,7 +534,8 @@ def _apply_sinks(out: Tensor, lse: Tensor, sinks: Tensor) -> tuple[Tensor, Tenso
     lse_all = torch.logaddexp(lse, s)
     w = torch.exp(lse - lse_all)[..., None]
     cdt = torch.promote_types(out.dtype, torch.float32)
-    return (out.to(cdt) * w.to(cdt)).to(out.dtype), lse_all
+    res = torch.empty_like(out)  # out's layout (the fake's)
+    return torch.mul(out.to(cdt), w.to(cdt), out=res), lse_all
 
 
 def _sinks_grad(grad_out: Tensor, out: Tensor, lse: Tensor, sinks: Tensor) -> Tensor:
@@ -519,18 +556,18 @@ def _attend(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, b
             window, softcap):
     if window > 0 or softcap > 0:
         _ran("forward", "torch")
-        out = q.new_empty((1, q.shape[1], q.shape[2], v.shape[3]))
+        out = _new_tokens((1, q.shape[1], q.shape[2], v.shape[3]), q.dtype, q.device)
         lse = torch.empty((1, q.shape[1], q.shape[2]), dtype=torch.float32, device=q.device)
         _windowed_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, positions, window, softcap, out, lse)
         return out, lse
     if _use_triton(q, k, v, layout):
         lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
-        res = _triton.forward(q, k, v, lay, scale, tree_end=subtree_end)
+        out, lse = _triton.forward(q, k, v, lay, scale, tree_end=subtree_end)
         _ran("forward", "triton")
-        return res
+        return _as_tokens(out), lse
     _ran("forward", "torch")
     hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
-    out = q.new_empty((1, hq, n, dv))
+    out = _new_tokens((1, hq, n, dv), q.dtype, q.device)
     lse = torch.empty((1, hq, n), dtype=torch.float32, device=q.device)
     if not _use_flash(q, v):
         _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse)
@@ -563,7 +600,7 @@ def _tree_attention_fake(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, sca
     _check_window(k, positions, window, softcap)
     _check_sinks(q, sinks)
     hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
-    out = q.new_empty((1, hq, n, dv))
+    out = _new_tokens((1, hq, n, dv), q.dtype, q.device)
     lse = q.new_empty((1, hq, n), dtype=torch.float32)
     return out, lse
 
@@ -597,27 +634,29 @@ def tree_attention_backward(
     a key is seen by many segments (its own and all descendants), so dk/dv are
     accumulated in float32 (float64 for float64 inputs) and cast at the end.
     """
-    # autograd can hand us expanded (stride-0) grads; the kernel wants real strides
-    grad_out = grad_out.contiguous()
+    if not (window > 0 or softcap > 0) and _use_triton(q, k, v, layout):
+        # autograd can hand us expanded (stride-0) grads; the kernels want real strides
+        lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
+        # (out is token-major where the interpreter ran the forward on CPU tensors; on CUDA contiguous already)
+        grads = _triton.backward(grad_out.contiguous(), q, k, v, out.contiguous(), lse, lay, scale,
+                                 tree_end=subtree_end)
+        _ran("backward", "triton")
+        return tuple(_as_tokens(g) for g in grads)
+    # the PyTorch paths read any strides, but an expanded (stride-0) grad would be read element by element;
+    # the model's gradient usually arrives token-major already (the flash kernel's layout: no copy then)
+    grad_out = _as_tokens(grad_out) if 0 in grad_out.stride() else grad_out
+    _ran("backward", "torch")
+    acc_dt = torch.promote_types(k.dtype, torch.float32)
+    dq = _new_tokens(q.shape, q.dtype, q.device)
+    # the split path initialises the accumulators itself (_split_backward)
+    split = (window == 0 and softcap <= 0 and _use_flash(q, v)
+             and (k.shape[2] != q.shape[2] or not _low_precision(q)))
+    dk_acc = _new_tokens(k.shape, acc_dt, k.device, zero=not split)
+    dv_acc = _new_tokens(v.shape, acc_dt, v.device, zero=not split)
     if window > 0 or softcap > 0:
-        _ran("backward", "torch")
-        acc_dt = torch.promote_types(k.dtype, torch.float32)
-        dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-        dk_acc = torch.zeros(k.shape, dtype=acc_dt, device=k.device)
-        dv_acc = torch.zeros(v.shape, dtype=acc_dt, device=v.device)
         _windowed_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, positions, window,
                            softcap, dq, dk_acc, dv_acc)
         return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
-    if _use_triton(q, k, v, layout):
-        lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
-        grads = _triton.backward(grad_out, q, k, v, out, lse, lay, scale, tree_end=subtree_end)
-        _ran("backward", "triton")
-        return grads
-    _ran("backward", "torch")
-    acc_dt = torch.promote_types(k.dtype, torch.float32)
-    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    dk_acc = torch.zeros(k.shape, dtype=acc_dt, device=k.device)
-    dv_acc = torch.zeros(v.shape, dtype=acc_dt, device=v.device)
     if not _use_flash(q, v):
         _math_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, dq, dk_acc, dv_acc)
         return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
@@ -647,8 +686,8 @@ def tree_attention_backward(
 @tree_attention_backward.register_fake
 def _tree_attention_backward_fake(grad_out, q, k, v, out, lse, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale,
                                   layout, block_q, block_k, positions=None, window=0, softcap=0.0):
-    # real impl returns fresh contiguous tensors whatever the input strides
-    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+    # real impl returns fresh tensors in _new_tokens's layout whatever the input strides
+    return tuple(_new_tokens(x.shape, x.dtype, x.device) for x in (q, k, v))
 
 
 # ---------------------------------------------------------------- autograd

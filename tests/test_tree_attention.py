@@ -46,7 +46,9 @@ def check_tree(tree, hq=2, hkv=2, d=16, dv=None, dtype=torch.float32, seed=0, tr
     for x in (q, k, v):
         x.requires_grad_(grad)
     out, lse = tree_attention(q, k, v, *tree.meta(), scale, *TORCH_PATH)
-    assert out.shape == (1, hq, tree.n, dv) and out.dtype == dtype and out.is_contiguous()
+    assert out.shape == (1, hq, tree.n, dv) and out.dtype == dtype
+    # token-major on CPU ([1, N, H, D] in memory): the layout the model reshapes it to, and the fake's
+    assert out.transpose(1, 2).is_contiguous()
     assert lse.shape == (1, hq, tree.n) and lse.dtype == torch.float32
     _close("out", dtype, out, ref_out)
     _close("lse", dtype, lse, ref_lse)
@@ -221,6 +223,27 @@ def test_opcheck_backward_op():
     out, lse = tree_attention(q, k, v, *meta, scale, *TORCH_PATH)
     args = (torch.randn_like(out), q, k, v, out, lse, *meta, scale, *TORCH_PATH)
     torch.library.opcheck(torch.ops.replaycompile.tree_attention_backward.default, args)
+
+
+def test_fake_strides_are_the_real_ones():
+    """A compiled graph reads the ops' outputs with the strides their fakes give (token-major on CPU): the real
+    outputs must have exactly those, for the forward and the backward op, head-major or token-major inputs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    for i in (0, 1):
+        q, k, v, *meta, scale, lay, bq, bk = [x.detach() if isinstance(x, torch.Tensor) else x
+                                              for x in list(_opcheck_samples())[i]]
+        out, lse = tree_attention(q, k, v, *meta, scale, lay, bq, bk)
+        g = torch.randn_like(out)
+        grads = torch.ops.replaycompile.tree_attention_backward(g, q, k, v, out, lse, *meta, scale, lay, bq, bk)
+        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+            fq, fk, fv, fg = (mode.from_tensor(x) for x in (q, k, v, g))
+            fout, flse = tree_attention(fq, fk, fv, *meta, scale, lay, bq, bk)
+            fgrads = torch.ops.replaycompile.tree_attention_backward(fg, fq, fk, fv, fout, flse, *meta, scale,
+                                                                     lay, bq, bk)
+        assert out.transpose(1, 2).is_contiguous()
+        for real, fake in zip((out, lse, *grads), (fout, flse, *fgrads)):
+            assert real.shape == fake.shape and real.stride() == fake.stride(), (i, real.stride(), fake.stride())
 
 
 def test_torch_compile_dynamic():
