@@ -273,7 +273,9 @@ def choose_pages(table: list, target: float, bin_tokens: int, n_bins: int, key: 
 
     ``table``: rows with bin_start, pages (a candidate) and ``key`` (p5, or p5_lower: its lower confidence bound,
     None where the bin had too few tokens for one, which meets nothing). Per bin the cheapest candidate whose
-    ``key`` reaches ``target`` is taken (0 pages is a legitimate choice), then the table is made non-decreasing (a running max).
+    ``key`` reaches ``target`` among those at or above the previous bin's choice is taken (0 pages is a
+    legitimate choice), so the table is non-decreasing and every chosen count met the target in its own bin (a
+    cheaper count meeting a later bin does not certify the larger one an earlier bin forced there).
     A measured bin where no candidate reaches the target keeps every page (``SparrowSchedule.dense``'s count)
     from there on, is marked False and is logged as a warning with the best p5 reached. A bin without data
     (met None) carries the previous bin's value; bins without data before the first measured bin take the
@@ -287,12 +289,20 @@ def choose_pages(table: list, target: float, bin_tokens: int, n_bins: int, key: 
     for b in range(n_bins):
         rows = sorted(by_bin.get(b, []), key=lambda r: r["pages"])
         ok = [r["pages"] for r in rows if r[key] is not None and r[key] >= target]
-        if ok:
-            running = max(running or 0, ok[0])
+        # the running count must itself have met here: a cheaper candidate meeting this bin says nothing about
+        # the count an earlier bin forced (the acceptance tail is noisy in the page count)
+        fits = [c for c in ok if c >= (running or 0)]
+        if fits:
+            running = fits[0]
+            met.append(True)
+        elif ok and running == every_page:  # already dense from an earlier bin: exact, so met
             met.append(True)
         elif rows:
             defined = [r for r in rows if r[key] is not None]
-            if defined:
+            if ok:
+                why = (f"{ok[0]} pages met it, but not the {running} pages an earlier bucket needs, nor any "
+                       f"candidate above")
+            elif defined:
                 best = max(defined, key=lambda r: r[key])
                 why = f"best {key} {best[key]:.4f}, with {best['pages']} pages"
             else:
