@@ -50,21 +50,57 @@ def missed_retrieval_alpha(model) -> float:
     return min(pd_hit, 1 / v) + (v - 1) * min(pd_other, 1 / v)
 
 
-class Recorder:
-    """Wraps ``select_pages``: for layer 2 (the retrieval head) keeps the kept page ids and the centroid scores."""
+def bound_scores(q, k, visible, kv_len, page_size):
+    """Quest's page score, an upper bound on q.k over the page's keys: sum_d max(q_d * max_k k_d, q_d * min_k k_d),
+    with the GQA group's mean query (as the centroid score uses). Recomputed from the cache every call: a
+    prototype for this diagnosis, not the kernel (an incremental per-page min/max would sit beside the sums)."""
+    b, hq, _, d = q.shape
+    hkv = k.shape[1]
+    n_pages = sd.cdiv(kv_len, page_size)
+    kk = k[:, :, :n_pages * page_size].float().reshape(b, hkv, n_pages, page_size, d)
+    vis = visible[:, :n_pages * page_size].reshape(b, 1, n_pages, page_size, 1)
+    kmax = kk.masked_fill(~vis, float("-inf")).amax(3)
+    kmin = kk.masked_fill(~vis, float("inf")).amin(3)
+    qm = q.reshape(b, hkv, hq // hkv, d).float().mean(2)[:, :, None]
+    scores = torch.maximum(qm * kmax, qm * kmin).sum(-1)
+    has = vis[:, 0, :, :, 0].any(-1)  # [B, n_pages]
+    return scores.nan_to_num(float("-inf"), float("inf"), float("-inf")), has
 
-    def __init__(self, layer: int = 2):
-        self.layer, self.calls, self.orig = layer, [], sd.select_pages
+
+def bound_select(q, k, visible, kv_len, topk, page_size, sink, local, state_key=-1, state=None):
+    """``select_pages`` with ``bound_scores`` in place of the centroid score; the same reserved pages."""
+    n_pages = sd.cdiv(kv_len, page_size)
+    scores, has = bound_scores(q, k, visible, kv_len, page_size)
+    ids = torch.arange(n_pages, device=q.device)
+    first = torch.where(has.any(1), has.to(torch.int8).argmax(1), 0)
+    reserved = ((ids[None] >= first[:, None]) & (ids[None] < first[:, None] + sink)) | (ids[None] >= n_pages - local)
+    scores = scores.masked_fill(~has[:, None], float("-inf")).masked_fill(reserved[:, None], float("inf"))
+    s = min(sink + local + topk, n_pages)
+    return scores.topk(s, dim=-1, sorted=False).indices.sort(-1).values
+
+
+class Recorder:
+    """Wraps ``select_pages``: for layer 2 (the retrieval head) keeps the kept page ids and the page scores.
+    ``score="bound"`` selects by ``bound_scores`` instead of centroids (every sparse layer)."""
+
+    def __init__(self, layer: int = 2, score: str = "centroid"):
+        self.layer, self.calls, self.orig, self.score = layer, [], sd.select_pages, score
 
     def __enter__(self):
         def wrapped(q, k, visible, kv_len, topk, page_size, sink, local, state_key=-1, state=None):
-            pages = self.orig(q, k, visible, kv_len, topk, page_size, sink, local, state_key, state)
-            if state_key == self.layer:
+            if self.score == "bound":
+                pages = bound_select(q, k, visible, kv_len, topk, page_size, sink, local, state_key, state)
+            else:
+                pages = self.orig(q, k, visible, kv_len, topk, page_size, sink, local, state_key, state)
+            if state_key == self.layer and self.score == "bound":
+                scores = bound_scores(q, k, visible, kv_len, page_size)[0]
+            elif state_key == self.layer:
                 st = (state or sd.current_state()).page_state(k, page_size, state_key)
                 cent, _ = st.centroids(sd.cdiv(kv_len, page_size))
                 b, hq, _, d = q.shape
                 qm = q.reshape(b, k.shape[1], hq // k.shape[1], d).float().mean(2)
                 scores = torch.einsum("bhpd,bhd->bhp", cent, qm)
+            if state_key == self.layer:
                 self.calls.append(dict(kv_len=kv_len, pages=pages.clone(), scores=scores.clone(), sink=sink,
                                        local=local))
             return pages
@@ -77,7 +113,8 @@ class Recorder:
 
 
 @torch.no_grad()
-def measure(model, seqs: torch.Tensor, starts: list, window: int, pages_list: list, bucket: int):
+def measure(model, seqs: torch.Tensor, starts: list, window: int, pages_list: list, bucket: int,
+            score: str = "centroid"):
     """Per budget, per decoded token: (alpha, kind of the fed token, retrieval hit or None, rank or None)."""
     rows = []
     b = seqs.shape[0]
@@ -96,7 +133,7 @@ def measure(model, seqs: torch.Tensor, starts: list, window: int, pages_list: li
             c = sess.clone()
             c.set_schedule(shared, "eager")
             sl, calls = [], []
-            with Recorder() as rec:
+            with Recorder(score=score) as rec:
                 for i in range(window):
                     n0 = len(rec.calls)
                     sl.append(c.step(feed[:, i]).float())
@@ -172,6 +209,8 @@ def main(argv=None):
     ap.add_argument("--pages", type=int, nargs="+", default=[4, 16, 64])
     ap.add_argument("--readout", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=123)
+    ap.add_argument("--score", choices=["centroid", "bound"], default="centroid",
+                    help="page score: the kernel's centroid, or a Quest-style upper bound (a prototype here)")
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     ex = _example()
@@ -180,7 +219,8 @@ def main(argv=None):
     starts = [n // 2 + j * (n // 2) // args.windows for j in range(args.windows)]
     seqs, _ = recall_sequences(args.rows, n, window=args.window, windows=starts, seed=args.seed)
     t0 = time.perf_counter()
-    rows = measure(model, seqs, starts, args.window, args.pages, bucket=1 << 20)
+    rows = measure(model, seqs, starts, args.window, args.pages, bucket=1 << 20, score=args.score)
+    print(f"page score: {args.score}")
     print(f"{len(rows)} token records in {time.perf_counter() - t0:.0f} s")
     summarise(rows, args.pages, missed_retrieval_alpha(model))
     return rows

@@ -108,7 +108,7 @@ def calibrate_schedule(model, args, n_tokens: int, rows: int, per_bin: int, hold
     cal = sparrow.calibrate(model, cal_seqs, args.candidates, args.target, bin_tokens=args.bin_tokens,
                             window=window, windows_per_bin=per_bin, min_start=CAL_MIN_START,
                             schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens),
-                            holdout=holdout, progress=progress)
+                            holdout=holdout, progress=progress, adaptive=True)
     return cal, cal_seqs
 
 
