@@ -108,7 +108,7 @@ def calibrate_schedule(model, args, n_tokens: int, rows: int, per_bin: int, hold
     cal = sparrow.calibrate(model, cal_seqs, args.candidates, args.target, bin_tokens=args.bin_tokens,
                             window=window, windows_per_bin=per_bin, min_start=CAL_MIN_START,
                             schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens),
-                            holdout=holdout, progress=progress)
+                            holdout=holdout, progress=progress, adaptive=True)
     return cal, cal_seqs
 
 
@@ -471,7 +471,7 @@ def parse_args(argv=None):
     ap.add_argument("--readout", type=float, default=0.25, help="scale of the value readout at the start")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--target", type=float, default=0.86)
-    ap.add_argument("--candidates", type=int, nargs="+", default=None, help="0 2 4 8 16 32 [4 8 16 32]")
+    ap.add_argument("--candidates", type=int, nargs="+", default=None, help="0 2 4 8 16 32 [32 64 128 256]")
     ap.add_argument("--no-calibrate", dest="calibrate", action="store_false",
                     help="start from a fixed budget (--start-pages) instead of sparrow.calibrate on unseen sequences")
     ap.add_argument("--start-pages", type=int, default=2, help="the fixed starting budget with --no-calibrate")
@@ -485,7 +485,9 @@ def parse_args(argv=None):
     long.add_argument("--rollout-only", action="store_true",
                       help="calibrate, then roll out held-out prompts at --contexts with the schedule and a dense "
                            "decoder side by side: throughput and out-of-sample acceptance per bin (no training)")
-    long.add_argument("--cal-rows", type=int, default=2, help="calibration sequences")
+    # 4 rows x 2 windows x 32 tokens = 256 tokens per bin: the p5's bound at 0.9 is then the 8th smallest alpha.
+    # With 64 (2 rows, 1 window) it is the minimum, and one missed retrieval fails the bin at any budget
+    long.add_argument("--cal-rows", type=int, default=4, help="calibration sequences")
     long.add_argument("--cal-windows", type=int, default=2, help="calibration windows per bin")
     long.add_argument("--cal-window", type=int, default=32, help="tokens per calibration window")
     long.add_argument("--confidence", type=float, default=0.9, help="of the lower bound on each bin's p5")
@@ -495,7 +497,9 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if args.rollout_only:
         defaults = dict(steps=2, prompts=2, group=4, contexts=[16384, 32768], new_tokens=64, bin_tokens=4096,
-                        candidates=[4, 8, 16, 32], out="bench/out")
+                        # the answer page's centroid rank grows with the pages in the cache (bench/
+                        # sparrow_p5_diag.py): 16 pages miss over 40% of retrievals at 16K
+                        candidates=[32, 64, 128, 256], out="bench/out")
         if args.quick:
             defaults.update(steps=1, prompts=1, group=2, contexts=[256, 384], new_tokens=8, bin_tokens=128,
                             candidates=[0, 2, 8], warmup=1)

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from .acceptance import acceptance, acceptance_summary
+from .kernels.block_sparse import cdiv
 from .rollout import DecodeSession
 from .schedule import SparrowSchedule
 
@@ -95,6 +96,7 @@ class Calibration:
     confidence: float | None = None
     bounds: list = field(default_factory=list)
     held_out: list = field(default_factory=list)
+    stats: dict = field(default_factory=dict)  # adaptive: window passes decoded, covered and skipped
 
     def rows(self) -> list[str]:
         """The calibration table, one line per (bin, candidate)."""
@@ -171,6 +173,91 @@ def _split(prompts: list, holdout) -> tuple[list, list]:
     return cal, held
 
 
+def _teacher_forced(sess, schedule, feed: Tensor, inner: str) -> Tensor:
+    """Logits [B, 1 + n, V] of a clone of ``sess`` (its current logits, then each token of ``feed`` [B, n])."""
+    c = sess.clone()  # a clone starts with no page centroids of its own
+    c.set_schedule(schedule, inner)
+    out = [c.logits.float()]
+    for i in range(feed.shape[1]):
+        out.append(c.step(feed[:, i]).float())
+    return torch.stack(out, 1)
+
+
+@torch.no_grad()
+def _measure_adaptive(model, prompts, candidates, base, bin_tokens, window, per_bin, min_start, inner, progress,
+                      target, key, quantile, confidence):
+    """``calibrate(adaptive=True)``: bin by bin, each window's dense pass once (kept, with a copy of its cache),
+    then the candidates from the previous bin's choice upwards until one meets ``key >= target`` in this bin.
+    Cheaper candidates cannot be chosen there (the table is non-decreasing) and dearer ones are not needed. A
+    window that a budget covers entirely (sink + local + pages >= the pages at its last step) runs dense
+    attention in the kernel: alpha 1, not decoded. Returns (table rows as ``calibrate``'s, n_bins, stats)."""
+    groups: dict = {}
+    sessions = []
+    n_bins = 0
+    for t, seqs in enumerate(prompts):
+        starts = calibration_windows(seqs.shape[1], bin_tokens, window, per_bin, min_start)
+        if not starts:
+            raise ValueError(f"calibrate: no {window}-token window fits in sequences of {seqs.shape[1]} tokens")
+        ones = torch.ones(seqs.shape[0], starts[0], dtype=torch.long, device=seqs.device)
+        sessions.append(DecodeSession(model, seqs[:, :starts[0]], ones, seqs.shape[1] + 1, None, inner))
+        for s0 in starts:
+            groups.setdefault(s0 // bin_tokens, []).append((s0, t))
+        n_bins = max(n_bins, (starts[-1] + window - 1) // bin_tokens + 1)
+    shared = SparrowSchedule(pages=(candidates[0],), **base)
+    reserved = shared.sink_pages + shared.local_pages
+    acc: dict = {c: ([], []) for c in candidates}
+    stats = dict(windows=0, dense_passes=0, sparse_passes=0, covered=0, skipped=0)
+    running = candidates[0]
+    for b in sorted(groups):
+        ready = []
+        for s0, t in sorted(groups[b]):
+            seqs, sess = prompts[t], sessions[t]
+            if s0 > sess.position():
+                sess.extend(seqs[:, sess.position():s0])
+            if progress:
+                print(f"sparrow: bin {b}: window at KV length {s0}", file=sys.stderr, flush=True)
+            feed = seqs[:, s0:s0 + window - 1]
+            start = sess.clone()
+            ready.append((start, feed, _teacher_forced(start, None, feed, inner), s0, seqs.shape[0]))
+            stats["windows"] += 1
+            stats["dense_passes"] += 1
+        met_here = False
+        for c in candidates:
+            if c < running:
+                stats["skipped"] += len(ready)
+                continue
+            shared.set_pages((c,))
+            alphas, poss = [], []
+            for start, feed, dense, s0, rows in ready:
+                if reserved + c >= cdiv(s0 + window - 1, shared.page_size):
+                    a = torch.ones(rows, window, dtype=torch.float64)
+                    stats["covered"] += 1
+                else:
+                    a = acceptance(dense, _teacher_forced(start, shared, feed, inner))
+                    stats["sparse_passes"] += 1
+                alphas.append(a.reshape(-1))
+                poss.append(torch.arange(s0, s0 + window).repeat(rows))
+            acc[c][0].extend(alphas)
+            acc[c][1].extend(poss)
+            here = [r for r in acceptance_summary(torch.cat(alphas), torch.cat(poss), bin_tokens, quantile=quantile,
+                                                  confidence=confidence) if r["bin_start"] // bin_tokens == b]
+            if here and here[0][key] is not None and here[0][key] >= target:
+                running, met_here = c, True
+                stats["skipped"] += len(ready) * sum(1 for x in candidates if x > c)
+                break
+        if not met_here:  # every later bin keeps every page whatever it measures (choose_pages): stop here
+            log.warning("sparrow.calibrate(adaptive): no candidate met bin %d-%d; later bins are not measured (they "
+                        "keep every page)", b * bin_tokens, (b + 1) * bin_tokens)
+            break
+    table = []
+    for c in candidates:
+        if acc[c][0]:
+            for r in acceptance_summary(torch.cat(acc[c][0]), torch.cat(acc[c][1]), bin_tokens, quantile=quantile,
+                                        confidence=confidence):
+                table.append(dict(r, pages=c))
+    return table, n_bins, stats
+
+
 def _measure(model, prompts, schedules, bin_tokens, window, per_bin, min_start, inner, progress):
     """Per schedule name, (alpha, positions) of every token of every window of every prompt tensor."""
     alphas = {k: [] for k in schedules}
@@ -189,7 +276,7 @@ def _measure(model, prompts, schedules, bin_tokens, window, per_bin, min_start, 
 def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: int = 2048, quantile: float = 0.05,
               window: int = 64, schedule: SparrowSchedule | None = None, inner: str = "eager",
               progress: bool = True, windows_per_bin: int = 1, min_start: int = 1, confidence: float | None = 0.9,
-              holdout=None, min_samples_per_bin: int | None = None) -> Calibration:
+              holdout=None, min_samples_per_bin: int | None = None, adaptive: bool = False) -> Calibration:
     """The cheapest monotone page table whose lower confidence bound on the ``quantile`` (p5) acceptance
     reaches ``target`` in every bin, chosen on a calibration split and reported on a held-out one.
 
@@ -213,7 +300,10 @@ def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: i
     reports per bin n, mean, p5, its bound and whether the p5 met the target (``held_out_rows`` prints it).
 
     Per bin the cheapest candidate meeting the target is taken, then the table is made non-decreasing
-    (``choose_pages``). A bin where no candidate meets it keeps every page (dense), is marked False in ``met``
+    (``choose_pages``). ``adaptive=True`` measures only what that choice reads: bin by bin, the dense pass of each
+    window once, then candidates from the previous bin's choice upwards until one meets (``Calibration.stats``
+    counts the window passes decoded and skipped); the table then holds only the measured candidates, and a bin
+    nothing meets ends the measurement (every later bin is dense anyway). A bin where no candidate meets it keeps every page (dense), is marked False in ``met``
     and logged as a warning. ``schedule`` supplies the other fields (page size, reserved pages, dense layers);
     the bucket size is ``bin_tokens``.
     """
@@ -243,15 +333,23 @@ def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: i
         if short:
             raise ValueError(f"calibrate: bins {short} (start: tokens) hold fewer than min_samples_per_bin="
                              f"{min_samples_per_bin} calibration tokens: add windows_per_bin, sequences or rows")
-    scheds = {c: SparrowSchedule(pages=(c,), **base) for c in candidates}
-    alphas, pos_all = _measure(model, cal_prompts, scheds, bin_tokens, window, windows_per_bin, min_start, inner,
-                               progress)
-    table = []
-    for c in candidates:
-        for r in acceptance_summary(alphas[c], pos_all, bin_tokens, quantile=quantile, confidence=confidence):
-            table.append(dict(r, pages=c))
-    n_bins = int(pos_all.max()) // bin_tokens + 1
     key = "p5" if confidence is None else "p5_lower"
+    if adaptive:
+        table, n_bins, stats = _measure_adaptive(model, cal_prompts, candidates, base, bin_tokens, window,
+                                                 windows_per_bin, min_start, inner, progress, target, key, quantile,
+                                                 confidence)
+    else:
+        scheds = {c: SparrowSchedule(pages=(c,), **base) for c in candidates}
+        alphas, pos_all = _measure(model, cal_prompts, scheds, bin_tokens, window, windows_per_bin, min_start,
+                                   inner, progress)
+        table = []
+        for c in candidates:
+            for r in acceptance_summary(alphas[c], pos_all, bin_tokens, quantile=quantile, confidence=confidence):
+                table.append(dict(r, pages=c))
+        n_bins = int(pos_all.max()) // bin_tokens + 1
+        n_win = sum(len(calibration_windows(x.shape[1], bin_tokens, window, windows_per_bin, min_start))
+                    for x in cal_prompts)
+        stats = dict(windows=n_win, dense_passes=n_win, sparse_passes=n_win * len(candidates), covered=0, skipped=0)
     pages, met = choose_pages(table, target, bin_tokens, n_bins, key=key)
     chosen = SparrowSchedule(pages=tuple(pages), **base)
     by = {(r["bin_start"] // bin_tokens, r["pages"]): r for r in table}
@@ -265,7 +363,7 @@ def calibrate(model, prompts, candidates, target: float = 0.86, *, bin_tokens: i
             b = r["bin_start"] // bin_tokens
             held_out.append(dict(r, pages=pages[min(b, len(pages) - 1)], met=r["p5"] >= target))
     return Calibration(schedule=chosen, table=table, met=met, target=target, confidence=confidence,
-                       bounds=bounds, held_out=held_out)
+                       bounds=bounds, held_out=held_out, stats=stats)
 
 
 def choose_pages(table: list, target: float, bin_tokens: int, n_bins: int, key: str = "p5") -> tuple[list[int], list]:
@@ -273,7 +371,9 @@ def choose_pages(table: list, target: float, bin_tokens: int, n_bins: int, key: 
 
     ``table``: rows with bin_start, pages (a candidate) and ``key`` (p5, or p5_lower: its lower confidence bound,
     None where the bin had too few tokens for one, which meets nothing). Per bin the cheapest candidate whose
-    ``key`` reaches ``target`` is taken (0 pages is a legitimate choice), then the table is made non-decreasing (a running max).
+    ``key`` reaches ``target`` among those at or above the previous bin's choice is taken (0 pages is a
+    legitimate choice), so the table is non-decreasing and every chosen count met the target in its own bin (a
+    cheaper count meeting a later bin does not certify the larger one an earlier bin forced there).
     A measured bin where no candidate reaches the target keeps every page (``SparrowSchedule.dense``'s count)
     from there on, is marked False and is logged as a warning with the best p5 reached. A bin without data
     (met None) carries the previous bin's value; bins without data before the first measured bin take the
@@ -287,12 +387,20 @@ def choose_pages(table: list, target: float, bin_tokens: int, n_bins: int, key: 
     for b in range(n_bins):
         rows = sorted(by_bin.get(b, []), key=lambda r: r["pages"])
         ok = [r["pages"] for r in rows if r[key] is not None and r[key] >= target]
-        if ok:
-            running = max(running or 0, ok[0])
+        # the running count must itself have met here: a cheaper candidate meeting this bin says nothing about
+        # the count an earlier bin forced (the acceptance tail is noisy in the page count)
+        fits = [c for c in ok if c >= (running or 0)]
+        if fits:
+            running = fits[0]
+            met.append(True)
+        elif ok and running == every_page:  # already dense from an earlier bin: exact, so met
             met.append(True)
         elif rows:
             defined = [r for r in rows if r[key] is not None]
-            if defined:
+            if ok:
+                why = (f"{ok[0]} pages met it, but not the {running} pages an earlier bucket needs, nor any "
+                       f"candidate above")
+            elif defined:
                 best = max(defined, key=lambda r: r[key])
                 why = f"best {key} {best[key]:.4f}, with {best['pages']} pages"
             else:

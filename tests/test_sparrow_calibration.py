@@ -208,3 +208,37 @@ def test_choice_by_the_lower_bound_by_hand(caplog):
         pages, met = calibration.choose_pages(table, 0.86, 100, 2, key="p5_lower")
     assert met == [True, False] and pages[1] == SparrowSchedule.dense().pages[0]
     assert "p5_lower undefined: 96 tokens are too few" in caplog.text
+
+
+def test_choice_never_keeps_a_count_that_failed_in_its_own_bin(caplog):
+    """The running count an earlier bin forced must meet the later bin itself: a cheaper count meeting there
+    certifies nothing about it (two-valued alpha: misses are noisy in the page count). Before, bin 1 here took
+    4 pages, whose bound failed in bin 1, and was marked met."""
+    table = [dict(r, p5_lower=lo) for r, lo in zip(
+        _rows([(0, 0, 1.0), (0, 4, 1.0), (0, 16, 1.0), (1, 0, 1.0), (1, 4, 1.0), (1, 16, 1.0)]),
+        [0.80, 0.90, 0.95, 0.90, 0.80, 0.95])]
+    assert calibration.choose_pages(table, 0.86, 100, 2, key="p5_lower") == ([4, 16], [True, True])
+    table[5]["p5_lower"] = 0.80  # nothing at or above 4 meets bin 1: not met, dense, and the log says why
+    with caplog.at_level(logging.WARNING, logger="replaycompile"):
+        pages, met = calibration.choose_pages(table, 0.86, 100, 2, key="p5_lower")
+    assert met == [True, False] and pages == [4, SparrowSchedule.dense().pages[0]]
+    assert "0 pages met it, but not the 4 pages an earlier bucket needs" in caplog.text
+
+
+@pytest.mark.slow
+def test_adaptive_calibration_chooses_the_same_table_from_fewer_passes():
+    """``adaptive=True`` decodes each window densely once and the candidates from the previous bin's choice up
+    to the first that meets: the same table as measuring every candidate everywhere (the same clones of the same
+    caches, so the same alphas), with fewer sparse passes, and each chosen count's row is in its table."""
+    model = retrieval_model(num_layers=3)
+    wins = calibration_windows(768, 256, 16, per_bin=2, min_start=64)
+    seqs, _ = recall_sequences(4, 768 - 16, window=16, seed=11, windows=wins, n_pairs=8)  # 128 tokens per bin
+    kw = dict(candidates=[0, 2, 8, 32], target=0.86, bin_tokens=256, window=16, windows_per_bin=2, min_start=64,
+              progress=False)
+    full = calibrate(model, seqs, **kw)
+    fast = calibrate(model, seqs, adaptive=True, **kw)
+    assert fast.schedule.pages == full.schedule.pages and fast.met == full.met, (full.rows(), fast.rows())
+    assert all(b is not None and b["p5_lower"] >= 0.86 for b in fast.bounds), fast.rows()
+    assert fast.stats["dense_passes"] == full.stats["dense_passes"] == len(wins)
+    assert fast.stats["sparse_passes"] + fast.stats["covered"] < full.stats["sparse_passes"], fast.stats
+    assert fast.stats["sparse_passes"] + fast.stats["covered"] + fast.stats["skipped"] == full.stats["sparse_passes"]
