@@ -28,6 +28,7 @@ from torch import Tensor
 
 from . import autocast as _autocast
 from . import triton_build as _tb
+from .attention_math import attention_backward
 from .block_sparse import BlockLayout, next_power_of_2
 
 triton = tl = None  # bound by triton_build on the first kernel build: the CPU paths import no Triton
@@ -308,24 +309,20 @@ def _torch_budget(q: Tensor, k: Tensor, v: Tensor, lay: BlockLayout, scale: floa
 
 
 def _torch_budget_backward(grad_out, q, k, v, out, lse, lay: BlockLayout, scale: float):
-    """dq, dk, dv of ``_torch_budget`` by the attention backward formulas (autograd is off inside an op)."""
-    hq, hkv = q.shape[1], k.shape[1]
+    """dq, dk, dv of ``_torch_budget`` (the layout's token mask as -inf scores; autograd is off inside an op)."""
+    hq, hkv, nq = q.shape[1], k.shape[1], q.shape[2]
     g = hq // hkv
     cdt = torch.promote_types(q.dtype, torch.float32)
-    mask = lay.token_mask().to(q.device)
-    mask = (mask.repeat_interleave(g, dim=0) if mask.shape[0] > 1 else mask)[None]
-    qf, go = q.to(cdt), grad_out.to(cdt)
-    kf = k.to(cdt).repeat_interleave(g, dim=1)
-    vf = v.to(cdt).repeat_interleave(g, dim=1)
-    s = (qf @ kf.transpose(-1, -2)) * scale
-    lse_safe = torch.where(torch.isinf(lse), torch.full_like(lse, float("inf")), lse).to(cdt)
-    p = torch.where(mask, torch.exp(s - lse_safe[..., None]), torch.zeros((), dtype=cdt))
-    dv = (p.transpose(-1, -2) @ go).reshape(1, hkv, g, *vf.shape[2:]).sum(2)
-    dp = go @ vf.transpose(-1, -2)
-    ds = p * (dp - (go * out.to(cdt)).sum(-1, keepdim=True))
-    dq = (ds @ kf) * scale
-    dk = ((ds.transpose(-1, -2) @ qf) * scale).reshape(1, hkv, g, *kf.shape[2:]).sum(2)
-    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+    mask = lay.token_mask().to(q.device)  # [1 or Hkv, Nq, Nk]: a per-KV-head budget holds for its g query heads
+
+    def grouped(x):  # [1, Hq, Nq, D] -> [Hkv, g, Nq, D]
+        return x[0].to(cdt).reshape(hkv, g, nq, -1)
+
+    qf, kf, vf = grouped(q), k[0].to(cdt), v[0].to(cdt)
+    s = (torch.matmul(qf, kf[:, None].transpose(-1, -2)) * scale).masked_fill(~mask[:, None], float("-inf"))
+    dq, dk, dv = attention_backward(qf, kf, vf, grouped(grad_out), grouped(out),
+                                    lse[0].to(cdt).reshape(hkv, g, nq), s, scale)
+    return dq.reshape(q.shape).to(q.dtype), dk[None].to(k.dtype), dv[None].to(v.dtype)
 
 
 @torch.library.custom_op("replaycompile::block_sparse_attention", mutates_args=())

@@ -47,6 +47,7 @@ from torch import Tensor
 
 from . import autocast as _autocast
 from . import block_sparse_attention as _triton
+from .attention_math import attention_backward
 from .block_sparse import BlockLayout
 
 log = logging.getLogger("replaycompile")
@@ -237,14 +238,10 @@ def _math_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, sc
             ob = out[0, :, c0:c1].to(cdt).reshape(hkv, g, lb, -1)
             mb = lse[0, :, c0:c1].to(cdt).reshape(hkv, g, lb)
             s = _math_block_scores(qb, ks_all[:, :lk], n_anc, c0 - qs, scale)
-            p = torch.exp(s - mb[..., None])  # masked entries: exp(-inf) = 0
-            dp = torch.matmul(gb, vs_all[:, None, :lk].transpose(-1, -2))
-            delta = (gb * ob).sum(-1, keepdim=True)
-            ds = p * (dp - delta) * scale
-            dq[0, :, c0:c1] = torch.matmul(ds, ks_all[:, None, :lk]).reshape(hq, lb, d).to(dq.dtype)
-            # sum over the g query heads sharing a kv head
-            dks[:, :lk] += torch.einsum("hgqk,hgqd->hkd", ds, qb)
-            dvs[:, :lk] += torch.einsum("hgqk,hgqd->hkd", p, gb)
+            dqb, dkb, dvb = attention_backward(qb, ks_all[:, :lk], vs_all[:, :lk], gb, ob, mb, s, scale)
+            dq[0, :, c0:c1] = dqb.reshape(hq, lb, d).to(dq.dtype)
+            dks[:, :lk] += dkb
+            dvs[:, :lk] += dvb
         _scatter_add(dk_acc, dks[None], anc, qs + off, qe + off)
         _scatter_add(dv_acc, dvs[None], anc, qs + off, qe + off)
 
