@@ -3,8 +3,9 @@
 Calibrates on ``--rows`` recall sequences of one seed, then measures the chosen schedule on ``--rows`` fresh
 sequences of another seed (``calibrate(holdout=...)``, the same window positions), and prints and writes
 (``bench/out/sparrow_p5_clean.{json,md}``) the held-out table: bin, n, p5, its lower bound at the confidence,
-pages. Candidates must reach the page ranks the centroid score gives an answer page at this context
-(``bench/sparrow_p5_diag.py``): a fixed 16 pages misses over 40% of retrievals at 16K.
+pages. Candidates must reach the rank of an answer page at this context (``bench/sparrow_p5_diag.py``): with the
+centroid page score a fixed 16 pages misses over 40% of retrievals at 16K; the bound score (the default) keeps the
+answer page at rank 0 at 4K.
 
     python bench/sparrow_p5_clean.py --tokens 16384 --rows 4 --candidates 32 64 128 256
 """
