@@ -168,6 +168,11 @@ def test_page_centroids_are_incremental_and_reset_on_a_new_sequence():
     torch.testing.assert_close(st.kmax[:, :, :6], kk.masked_fill(~pv, float("-inf")).amax(3))
     torch.testing.assert_close(st.kmin[:, :, :6], kk.masked_fill(~pv, float("inf")).amin(3))
     assert bool((st.kmax[0, :, 7:] == float("-inf")).all()) and bool((st.kmin[0, :, 7:] == float("inf")).all())
+    # a cache not sized in whole pages (99 slots): its last page is 3 keys
+    short = sd.PageState(k[:, :, :99], 16)
+    short.update(k[:, :, :99], vis, 99)
+    assert torch.equal(short.kmax, st.kmax[:, :, :7]) and torch.equal(short.kmin, st.kmin[:, :, :7])
+    torch.testing.assert_close(short.kmax[:, :, 6], k[:, :, 96:99].amax(2))
     assert st.upto == 99
     k2 = k.clone()
     k2[:, :, 0] += 1  # another sequence in the same cache buffer
