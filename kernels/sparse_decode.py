@@ -9,13 +9,15 @@ does not recompile) the pages to select at that length. Every sparse layer's
 group's mean query, by default with a Quest-style upper bound on q.k over the page's keys (``"bound"``:
 ``sum_d max(q_d max_k k_d, q_d min_k k_d)``), or by the page's centroid (``"centroid"``: mean key . query, which
 dilutes one matching key by the page's other keys, so a needle's page sinks in rank as the cache grows); the sink
-and local pages are always kept, plus the top-k of the rest; attention runs over the kept pages' visible keys. When the budget covers every page the op
-runs dense decode attention (the same code as ``dense_decode``), so a full budget equals dense decoding exactly.
+and local pages are always kept, plus the top-k of the rest; attention runs over the kept pages' visible keys.
+When the budget covers every page the op runs dense decode attention (the same code as ``dense_decode``), so a
+full budget equals dense decoding exactly.
 
 Page statistics are kept incrementally: a per-cache ``PageState`` holds each page's key sum, count, elementwise
-key max and min, and adds only the tokens written since the last step (the first step after prefill sums the prompt once). The state is a
-memo of a pure function of the cache (so the op is functional, ``mutates_args=()``): it is checked against the
-cache (the first key and the last key summed) every step and rebuilt when the cache holds another sequence.
+key max and min, and adds only the tokens written since the last step (the first step after prefill reads the
+prompt once). The state is a memo of a pure function of the cache (so the op is functional,
+``mutates_args=()``): it is checked against the cache (the first key and the last key summed) every step and
+rebuilt when the cache holds another sequence.
 It lives in a ``SparseDecodeState`` that the caller owns, one per KV cache: ``rollout.DecodeSession`` makes one
 and activates it around each step (``with state.active(): ...``), with the CPU path's scratch buffers. A step
 run outside any active state (a decode loop of the user's own) uses the process-wide ``default_state()``;
@@ -113,8 +115,7 @@ class PageState:
             return
         pages = torch.arange(s, e, device=k.device) // self.page_size
         vis = visible[:, s:e].to(torch.float32)
-        kf = k[:, :, s:e].to(torch.float32)
-        self.sums.index_add_(2, pages, kf * vis[:, None, :, None])
+        self.sums.index_add_(2, pages, k[:, :, s:e].to(torch.float32) * vis[:, None, :, None])
         self.counts.index_add_(1, pages, vis)
         p0, p1 = s // self.page_size, cdiv(e, self.page_size)  # only these pages changed
         self._update_bounds(k, visible, s, e, p0, p1)
@@ -126,7 +127,8 @@ class PageState:
     def _update_bounds(self, k: Tensor, visible: Tensor, s: int, e: int, p0: int, p1: int) -> None:
         """Fold tokens [s, e) into pages p0..p1-1's key max / min, reducing the pages' whole token ranges: max and
         min are idempotent, so the tokens before s that the first page already holds change nothing, and one
-        reshape-and-reduce is ~20x faster on CPU than a scatter_reduce_ per token (a 4K prefill: 1 ms vs 26)."""
+        reshape-and-reduce is faster on CPU than scatter_reduce_ (a 4K prefill, B 4, Hkv 2, D 64, 1 thread: 4-8 ms
+        against 26, under load)."""
         ps, length = self.page_size, k.shape[2]
         a, z = p0 * ps, min(p1 * ps, length)
         kk = k[:, :, a:z].to(torch.float32)

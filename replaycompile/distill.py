@@ -8,10 +8,10 @@ dense update of the base model, ``DistillSparse.step`` trains them on the rollou
 
 The sparse policy's log-probs need sparse attention *with a backward pass* over whole sequences. A decode step
 selects pages per token; in training each block of ``page_size`` queries shares one selection, scored like the
-decoder does (the schedule's ``page_score``, bound or centroid, against the block's mean query of the GQA group), plus the sink page and the local
-pages up to the block, causal inside. It runs through ``replaycompile::block_sparse_attention`` (Triton on CUDA;
-a dense-mask PyTorch path on CPU), installed as a transformers attention function for the duration of the step:
-the model's code is not touched.
+decoder does (the schedule's ``page_score``, bound or centroid, against the block's mean query of the GQA
+group), plus the sink page and the local pages up to the block, causal inside. It runs through
+``replaycompile::block_sparse_attention`` (Triton on CUDA; a dense-mask PyTorch path on CPU), installed as a
+transformers attention function for the duration of the step: the model's code is not touched.
 """
 
 from __future__ import annotations

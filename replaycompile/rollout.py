@@ -166,7 +166,7 @@ class DecodeSession:
     schedule). ``logits`` holds the next-token logits [B, V] of the last position fed.
 
     The session owns what sparse decoding keeps between its steps (``decode_state``: the page statistics of its
-    cache (key sums, counts, max and min per page), scratch buffers) and makes it current around each step; a clone starts with a fresh one."""
+    cache, scratch buffers) and makes it current around each step; a clone starts with a fresh one."""
 
     def __init__(self, model, input_ids: Tensor, attention_mask: Tensor, max_len: int, schedule=None,
                  inner: str = "eager", attention: str = "auto", chunk: int = 4096):
