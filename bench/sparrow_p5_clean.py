@@ -48,6 +48,8 @@ def main(argv=None):
     ap.add_argument("--cal-seed", type=int, default=10_000)
     ap.add_argument("--held-seed", type=int, default=20_000)
     ap.add_argument("--out", default="bench/out")
+    ap.add_argument("--page-score", choices=["bound", "centroid"], default="bound",
+                    help="the schedule's page score (kernels/sparse_decode.page_scores)")
     ap.add_argument("--adaptive", action="store_true", help="calibrate(adaptive=True): fewer sparse passes")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
@@ -64,14 +66,16 @@ def main(argv=None):
     cal = sparrow.calibrate(model, cal_seqs, args.candidates, args.target, bin_tokens=args.bin_tokens,
                             window=args.window, windows_per_bin=args.per_bin, min_start=ex.CAL_MIN_START,
                             confidence=args.confidence, holdout=held_seqs, progress=True,
-                            schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens),
+                            schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens,
+                                                             page_score=args.page_score),
                             adaptive=args.adaptive)
     secs = time.perf_counter() - t0
     lines = [f"## Sparrow calibration, out of sample ({args.tokens} tokens, readout {args.readout})", "",
              f"`python bench/sparrow_p5_clean.py {' '.join(argv or __import__('sys').argv[1:])}`: calibration "
              f"{args.rows} rows (seed {args.cal_seed}), held out {args.rows} rows (seed {args.held_seed}), "
              f"{args.per_bin} windows of {args.window} per {args.bin_tokens}-token bin, candidates "
-             f"{args.candidates}, confidence {args.confidence}; {secs:.0f} s (window passes: {cal.stats}). "
+             f"{args.candidates}, page score {args.page_score}, confidence {args.confidence}; {secs:.0f} s (window "
+             f"passes: {cal.stats}). "
              f"Schedule pages "
              f"{list(cal.schedule.pages)}.", "", "Calibration table:", ""]
     lines += [f"    {r}" for r in cal.rows()]
