@@ -3,8 +3,9 @@
 Calibrates on ``--rows`` recall sequences of one seed, then measures the chosen schedule on ``--rows`` fresh
 sequences of another seed (``calibrate(holdout=...)``, the same window positions), and prints and writes
 (``bench/out/sparrow_p5_clean.{json,md}``) the held-out table: bin, n, p5, its lower bound at the confidence,
-pages. Candidates must reach the page ranks the centroid score gives an answer page at this context
-(``bench/sparrow_p5_diag.py``): a fixed 16 pages misses over 40% of retrievals at 16K.
+pages. Candidates must reach the rank of an answer page at this context (``bench/sparrow_p5_diag.py``): with the
+centroid page score a fixed 16 pages misses over 40% of retrievals at 16K; the bound score (the default) keeps the
+answer page at rank 0 at 4K.
 
     python bench/sparrow_p5_clean.py --tokens 16384 --rows 4 --candidates 32 64 128 256
 """
@@ -47,6 +48,8 @@ def main(argv=None):
     ap.add_argument("--cal-seed", type=int, default=10_000)
     ap.add_argument("--held-seed", type=int, default=20_000)
     ap.add_argument("--out", default="bench/out")
+    ap.add_argument("--page-score", choices=["bound", "centroid"], default="bound",
+                    help="the schedule's page score (kernels/sparse_decode.page_scores)")
     ap.add_argument("--adaptive", action="store_true", help="calibrate(adaptive=True): fewer sparse passes")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
@@ -63,14 +66,16 @@ def main(argv=None):
     cal = sparrow.calibrate(model, cal_seqs, args.candidates, args.target, bin_tokens=args.bin_tokens,
                             window=args.window, windows_per_bin=args.per_bin, min_start=ex.CAL_MIN_START,
                             confidence=args.confidence, holdout=held_seqs, progress=True,
-                            schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens),
+                            schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens,
+                                                             page_score=args.page_score),
                             adaptive=args.adaptive)
     secs = time.perf_counter() - t0
     lines = [f"## Sparrow calibration, out of sample ({args.tokens} tokens, readout {args.readout})", "",
              f"`python bench/sparrow_p5_clean.py {' '.join(argv or __import__('sys').argv[1:])}`: calibration "
              f"{args.rows} rows (seed {args.cal_seed}), held out {args.rows} rows (seed {args.held_seed}), "
              f"{args.per_bin} windows of {args.window} per {args.bin_tokens}-token bin, candidates "
-             f"{args.candidates}, confidence {args.confidence}; {secs:.0f} s (window passes: {cal.stats}). "
+             f"{args.candidates}, page score {args.page_score}, confidence {args.confidence}; {secs:.0f} s (window "
+             f"passes: {cal.stats}). "
              f"Schedule pages "
              f"{list(cal.schedule.pages)}.", "", "Calibration table:", ""]
     lines += [f"    {r}" for r in cal.rows()]

@@ -3,9 +3,11 @@
 Teacher-forced windows on recall sequences (the example's weakened policy, readout 0.25) at a small context,
 decoded densely and with fixed page budgets. For every decoded token it records what was fed (filler, key,
 value), alpha, and for a fed key (a retrieval: the next token is its value) whether layer 2's page selection
-kept a page holding the answer, and the centroid-score rank of the best such page among the non-reserved ones.
+kept a page holding the answer, and the rank (by the page score selected with) of the best such page among the
+non-reserved ones.
 
-    python bench/sparrow_p5_diag.py --context 4096 --rows 4 --pages 4 16 64
+    python bench/sparrow_p5_diag.py --context 4096 --rows 4 --pages 4 16 64               # the bound score
+    python bench/sparrow_p5_diag.py --context 4096 --rows 4 --pages 4 16 64 --score centroid
 
 Prints, per budget, alpha by token kind, the retrieval hit rate and alpha of hits and misses, and the closed
 form of a missed retrieval's alpha at this readout.
@@ -50,57 +52,20 @@ def missed_retrieval_alpha(model) -> float:
     return min(pd_hit, 1 / v) + (v - 1) * min(pd_other, 1 / v)
 
 
-def bound_scores(q, k, visible, kv_len, page_size):
-    """Quest's page score, an upper bound on q.k over the page's keys: sum_d max(q_d * max_k k_d, q_d * min_k k_d),
-    with the GQA group's mean query (as the centroid score uses). Recomputed from the cache every call: a
-    prototype for this diagnosis, not the kernel (an incremental per-page min/max would sit beside the sums)."""
-    b, hq, _, d = q.shape
-    hkv = k.shape[1]
-    n_pages = sd.cdiv(kv_len, page_size)
-    kk = k[:, :, :n_pages * page_size].float().reshape(b, hkv, n_pages, page_size, d)
-    vis = visible[:, :n_pages * page_size].reshape(b, 1, n_pages, page_size, 1)
-    kmax = kk.masked_fill(~vis, float("-inf")).amax(3)
-    kmin = kk.masked_fill(~vis, float("inf")).amin(3)
-    qm = q.reshape(b, hkv, hq // hkv, d).float().mean(2)[:, :, None]
-    scores = torch.maximum(qm * kmax, qm * kmin).sum(-1)
-    has = vis[:, 0, :, :, 0].any(-1)  # [B, n_pages]
-    return scores.nan_to_num(float("-inf"), float("inf"), float("-inf")), has
-
-
-def bound_select(q, k, visible, kv_len, topk, page_size, sink, local, state_key=-1, state=None):
-    """``select_pages`` with ``bound_scores`` in place of the centroid score; the same reserved pages."""
-    n_pages = sd.cdiv(kv_len, page_size)
-    scores, has = bound_scores(q, k, visible, kv_len, page_size)
-    ids = torch.arange(n_pages, device=q.device)
-    first = torch.where(has.any(1), has.to(torch.int8).argmax(1), 0)
-    reserved = ((ids[None] >= first[:, None]) & (ids[None] < first[:, None] + sink)) | (ids[None] >= n_pages - local)
-    scores = scores.masked_fill(~has[:, None], float("-inf")).masked_fill(reserved[:, None], float("inf"))
-    s = min(sink + local + topk, n_pages)
-    return scores.topk(s, dim=-1, sorted=False).indices.sort(-1).values
-
-
 class Recorder:
-    """Wraps ``select_pages``: for layer 2 (the retrieval head) keeps the kept page ids and the page scores.
-    ``score="bound"`` selects by ``bound_scores`` instead of centroids (every sparse layer)."""
+    """Wraps ``select_pages``: for layer 2 (the retrieval head) keeps the kept page ids and the page scores (by
+    the score the schedule selected with)."""
 
-    def __init__(self, layer: int = 2, score: str = "centroid"):
-        self.layer, self.calls, self.orig, self.score = layer, [], sd.select_pages, score
+    def __init__(self, layer: int = 2):
+        self.layer, self.calls, self.orig = layer, [], sd.select_pages
 
     def __enter__(self):
-        def wrapped(q, k, visible, kv_len, topk, page_size, sink, local, state_key=-1, state=None):
-            if self.score == "bound":
-                pages = bound_select(q, k, visible, kv_len, topk, page_size, sink, local, state_key, state)
-            else:
-                pages = self.orig(q, k, visible, kv_len, topk, page_size, sink, local, state_key, state)
-            if state_key == self.layer and self.score == "bound":
-                scores = bound_scores(q, k, visible, kv_len, page_size)[0]
-            elif state_key == self.layer:
-                st = (state or sd.current_state()).page_state(k, page_size, state_key)
-                cent, _ = st.centroids(sd.cdiv(kv_len, page_size))
-                b, hq, _, d = q.shape
-                qm = q.reshape(b, k.shape[1], hq // k.shape[1], d).float().mean(2)
-                scores = torch.einsum("bhpd,bhd->bhp", cent, qm)
+        def wrapped(q, k, visible, kv_len, topk, page_size, sink, local, state_key=-1, state=None,
+                    page_score="bound"):
+            pages = self.orig(q, k, visible, kv_len, topk, page_size, sink, local, state_key, state, page_score)
             if state_key == self.layer:
+                st = (state or sd.current_state()).page_state(k, page_size, state_key)
+                scores, _ = sd.page_scores(q, st, sd.cdiv(kv_len, page_size), page_score)
                 self.calls.append(dict(kv_len=kv_len, pages=pages.clone(), scores=scores.clone(), sink=sink,
                                        local=local))
             return pages
@@ -114,13 +79,13 @@ class Recorder:
 
 @torch.no_grad()
 def measure(model, seqs: torch.Tensor, starts: list, window: int, pages_list: list, bucket: int,
-            score: str = "centroid"):
+            score: str = "bound"):
     """Per budget, per decoded token: (alpha, kind of the fed token, retrieval hit or None, rank or None)."""
     rows = []
     b = seqs.shape[0]
     sess = DecodeSession(model, seqs[:, :starts[0]], torch.ones(b, starts[0], dtype=torch.long), seqs.shape[1] + 1)
-    scheds = {p: sparrow.SparrowSchedule(pages=(p,), bucket_tokens=bucket) for p in pages_list}
-    shared = sparrow.SparrowSchedule(pages=(pages_list[0],), bucket_tokens=bucket)
+    scheds = {p: sparrow.SparrowSchedule(pages=(p,), bucket_tokens=bucket, page_score=score) for p in pages_list}
+    shared = sparrow.SparrowSchedule(pages=(pages_list[0],), bucket_tokens=bucket, page_score=score)
     for s0 in starts:
         if s0 > sess.position():
             sess.extend(seqs[:, sess.position():s0])
@@ -133,7 +98,7 @@ def measure(model, seqs: torch.Tensor, starts: list, window: int, pages_list: li
             c = sess.clone()
             c.set_schedule(shared, "eager")
             sl, calls = [], []
-            with Recorder(score=score) as rec:
+            with Recorder() as rec:
                 for i in range(window):
                     n0 = len(rec.calls)
                     sl.append(c.step(feed[:, i]).float())
@@ -209,8 +174,9 @@ def main(argv=None):
     ap.add_argument("--pages", type=int, nargs="+", default=[4, 16, 64])
     ap.add_argument("--readout", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=123)
-    ap.add_argument("--score", choices=["centroid", "bound"], default="centroid",
-                    help="page score: the kernel's centroid, or a Quest-style upper bound (a prototype here)")
+    ap.add_argument("--score", choices=list(sd.PAGE_SCORES), default=sd.PAGE_SCORES[0],
+                    help="the schedule's page score (kernels/sparse_decode.page_scores): the Quest-style upper "
+                         "bound (the default) or the centroid")
     args = ap.parse_args(argv)
     torch.manual_seed(0)
     ex = _example()

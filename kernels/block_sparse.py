@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 __all__ = ["BlockLayout", "tree_block_mask", "causal_block_mask", "cdiv", "next_power_of_2", "mask_visible",
-           "budget_bucket"]
+           "budget_bucket", "PAGE_SCORES"]
 
 # The small helpers every kernel, the schedule and the passes share live here, once: ceil division, the power of
 # two a Triton tile needs, an SDPA mask read as visibility, and the bucket of a Sparrow page table.
@@ -57,6 +57,11 @@ def mask_visible(mask: Tensor, strict: bool = False) -> Tensor | None:
     if strict and not bool(((mask == 0) | (mask <= floor)).all()):
         return None
     return mask > floor
+
+
+# Sparrow's page scores (kernels/sparse_decode.page_scores), the first the default; here beside budget_bucket as
+# the other rule SparrowSchedule and the decode op share
+PAGE_SCORES = ("bound", "centroid")
 
 
 def budget_bucket(kv_len: int, bucket_tokens: int, n_buckets: int) -> int:

@@ -5,15 +5,19 @@ step's attention mask it reads the KV length, and from the page table (a graph i
 does not recompile) the pages to select at that length. Every sparse layer's
 ``replaycompile::sparse_decode`` takes its result.
 
-``sparse_decode`` follows ``sparse_decode_reference.py``: pages of ``page_size`` keys are scored by their
-centroid (mean key) against the GQA group's mean query; the sink and local pages are always kept, plus the
-top-k of the rest; attention runs over the kept pages' visible keys. When the budget covers every page the op
-runs dense decode attention (the same code as ``dense_decode``), so a full budget equals dense decoding exactly.
+``sparse_decode`` follows ``sparse_decode_reference.py``: pages of ``page_size`` keys are scored against the GQA
+group's mean query, by default with a Quest-style upper bound on q.k over the page's keys (``"bound"``:
+``sum_d max(q_d max_k k_d, q_d min_k k_d)``), or by the page's centroid (``"centroid"``: mean key . query, which
+dilutes one matching key by the page's other keys, so a needle's page sinks in rank as the cache grows); the sink
+and local pages are always kept, plus the top-k of the rest; attention runs over the kept pages' visible keys.
+When the budget covers every page the op runs dense decode attention (the same code as ``dense_decode``), so a
+full budget equals dense decoding exactly.
 
-Page centroids are kept incrementally: a per-cache ``PageState`` holds each page's key sum and count and adds
-only the tokens written since the last step (the first step after prefill sums the prompt once). The state is a
-memo of a pure function of the cache (so the op is functional, ``mutates_args=()``): it is checked against the
-cache (the first key and the last key summed) every step and rebuilt when the cache holds another sequence.
+Page statistics are kept incrementally: a per-cache ``PageState`` holds each page's key sum, count, elementwise
+key max and min, and adds only the tokens written since the last step (the first step after prefill reads the
+prompt once). The state is a memo of a pure function of the cache (so the op is functional,
+``mutates_args=()``): it is checked against the cache (the first key and the last key summed) every step and
+rebuilt when the cache holds another sequence.
 It lives in a ``SparseDecodeState`` that the caller owns, one per KV cache: ``rollout.DecodeSession`` makes one
 and activates it around each step (``with state.active(): ...``), with the CPU path's scratch buffers. A step
 run outside any active state (a decode loop of the user's own) uses the process-wide ``default_state()``;
@@ -36,14 +40,14 @@ from torch import Tensor
 
 from . import autocast as _autocast
 from . import triton_build as _tb
-from .block_sparse import budget_bucket, cdiv, mask_visible, next_power_of_2
+from .block_sparse import PAGE_SCORES, budget_bucket, cdiv, mask_visible, next_power_of_2
 
 triton = tl = None  # bound by triton_build on the first kernel build: the CPU paths import no Triton
 
 log = logging.getLogger("replaycompile")
 
 __all__ = ["sparrow_budget", "sparse_decode", "dense_decode", "select_pages", "SparseDecodeState", "default_state",
-           "reset_page_state", "visible_keys", "cache_copies"]
+           "reset_page_state", "visible_keys", "cache_copies", "page_scores", "PAGE_SCORES"]
 
 
 def visible_keys(mask: Tensor, batch: int) -> Tensor:
@@ -79,7 +83,8 @@ def _sparrow_budget_fake(mask, table, bucket_tokens):
 
 
 class PageState:
-    """Per-page key sums and visible-key counts of one KV cache tensor, up to ``upto`` tokens."""
+    """Per-page key sums, visible-key counts and elementwise key max / min of one KV cache tensor, up to ``upto``
+    tokens. A page without a visible key has max -inf and min +inf (the identities of max and min)."""
 
     def __init__(self, k: Tensor, page_size: int):
         b, hkv, length, d = k.shape
@@ -88,6 +93,8 @@ class PageState:
         self.sums = torch.zeros(b, hkv, n, d, dtype=torch.float32, device=k.device)
         self.counts = torch.zeros(b, n, dtype=torch.float32, device=k.device)
         self.cent = torch.zeros(b, hkv, n, d, dtype=torch.float32, device=k.device)  # sums / counts
+        self.kmax = torch.full((b, hkv, n, d), float("-inf"), dtype=torch.float32, device=k.device)
+        self.kmin = torch.full((b, hkv, n, d), float("inf"), dtype=torch.float32, device=k.device)
         self.upto = 0
         self.first = self.last = None
 
@@ -100,6 +107,8 @@ class PageState:
             self.sums.zero_()
             self.counts.zero_()
             self.cent.zero_()
+            self.kmax.fill_(float("-inf"))
+            self.kmin.fill_(float("inf"))
             self.upto = 0
         s, e = self.upto, kv_len
         if e <= s:
@@ -109,18 +118,41 @@ class PageState:
         self.sums.index_add_(2, pages, k[:, :, s:e].to(torch.float32) * vis[:, None, :, None])
         self.counts.index_add_(1, pages, vis)
         p0, p1 = s // self.page_size, cdiv(e, self.page_size)  # only these pages changed
+        self._update_bounds(k, visible, s, e, p0, p1)
         self.cent[:, :, p0:p1] = self.sums[:, :, p0:p1] / self.counts[:, None, p0:p1, None].clamp_min(1.0)
         self.upto = e
         self.first = k[:, :, 0].clone()
         self.last = k[:, :, e - 1].clone()
 
+    def _update_bounds(self, k: Tensor, visible: Tensor, s: int, e: int, p0: int, p1: int) -> None:
+        """Fold tokens [s, e) into pages p0..p1-1's key max / min, reducing the pages' whole token ranges: max and
+        min are idempotent, so the tokens before s that the first page already holds change nothing, and one
+        reshape-and-reduce is faster on CPU than scatter_reduce_ (a 4K prefill, B 4, Hkv 2, D 64, 1 thread: 4-8 ms
+        against 26, under load)."""
+        ps, length = self.page_size, k.shape[2]
+        a, z = p0 * ps, min(p1 * ps, length)
+        kk = k[:, :, a:z].to(torch.float32)
+        ok = visible[:, a:z].clone()
+        ok[:, e - a:] = False  # not written yet
+        if p1 * ps > z:  # a cache not sized in whole pages: pad the last page
+            kk = F.pad(kk, (0, 0, 0, p1 * ps - z))
+            ok = F.pad(ok, (0, p1 * ps - z))
+        b, hkv, _, d = kk.shape
+        kk = kk.reshape(b, hkv, p1 - p0, ps, d)
+        hidden = ~ok.reshape(b, 1, p1 - p0, ps, 1)  # invisible keys enter as the reduction's identity
+        self.kmax[:, :, p0:p1] = torch.maximum(self.kmax[:, :, p0:p1], kk.masked_fill(hidden, float("-inf")).amax(3))
+        self.kmin[:, :, p0:p1] = torch.minimum(self.kmin[:, :, p0:p1], kk.masked_fill(hidden, float("inf")).amin(3))
+
     def centroids(self, n_pages: int) -> tuple[Tensor, Tensor]:
         return self.cent[:, :, :n_pages], self.counts[:, :n_pages] > 0
+
+    def bounds(self, n_pages: int) -> tuple[Tensor, Tensor, Tensor]:
+        return self.kmax[:, :, :n_pages], self.kmin[:, :, :n_pages], self.counts[:, :n_pages] > 0
 
 
 class SparseDecodeState:
     """What the sparse decode op keeps between the steps of one KV cache: per attention site the page
-    centroids (``PageState``), and the CPU path's scratch buffers. The caller owns it (``rollout.DecodeSession``
+    statistics (``PageState``), and the CPU path's scratch buffers. The caller owns it (``rollout.DecodeSession``
     holds one per cache) and makes it current around a step with ``active()``."""
 
     def __init__(self):
@@ -183,22 +215,43 @@ def reset_page_state() -> None:
 # ------------------------------------------------------------------------------------------------ selection
 
 
+def _check_page_score(page_score: str) -> None:
+    if page_score not in PAGE_SCORES:
+        raise ValueError(f"sparrow: unknown page score {page_score!r}; known: {', '.join(PAGE_SCORES)}")
+
+
+def page_scores(q: Tensor, st: PageState, n_pages: int, page_score: str = "bound") -> tuple[Tensor, Tensor]:
+    """float32 [B, Hkv, n_pages] page scores against the GQA group's mean query (a page without a visible key is
+    not scored: mask it by the second result, bool [B, n_pages] "has a visible key")."""
+    _check_page_score(page_score)
+    b, hq, _, d = q.shape
+    hkv = st.sums.shape[1]
+    qm = q.reshape(b, hkv, hq // hkv, d).to(torch.float32).mean(2)
+    if page_score == "centroid":
+        cent, has = st.centroids(n_pages)
+        return torch.einsum("bhpd,bhd->bhp", cent, qm), has  # (a bmm with N=1 is 4x slower)
+    kmax, kmin, has = st.bounds(n_pages)
+    # sum_d max(q_d kmax_d, q_d kmin_d) = q+ . kmax + q- . kmin (kmax >= kmin): two matrix-vector products, no
+    # [B, Hkv, n_pages, D] temporary. An empty page gives nan or inf here; callers mask it by `has`
+    return (torch.einsum("bhpd,bhd->bhp", kmax, qm.clamp_min(0))
+            + torch.einsum("bhpd,bhd->bhp", kmin, qm.clamp_max(0))), has
+
+
 def select_pages(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, topk: int, page_size: int, sink: int,
-                 local: int, state_key: int = -1, state: SparseDecodeState | None = None) -> Tensor:
+                 local: int, state_key: int = -1, state: SparseDecodeState | None = None,
+                 page_score: str = "bound") -> Tensor:
     """int64 [B, Hkv, S] kept page ids per (row, KV head), ascending; S = min(sink + local + topk, pages).
 
-    Reserved pages score +inf and pages without a visible key -inf, so one top-S picks the reserved pages, then
-    the best of the rest, never a page twice. (A short row may pick an empty page: its keys are all invisible.)
-    ``state_key`` names the attention site whose centroids ``state`` (default: the current state) keeps.
+    Pages are scored by ``page_score`` (``page_scores``). Reserved pages score +inf and pages without a visible
+    key -inf, so one top-S picks the reserved pages, then the best of the rest, never a page twice. (A short row
+    may pick an empty page: its keys are all invisible.) ``state_key`` names the attention site whose page
+    statistics ``state`` (default: the current state) keeps.
     """
-    b, hq, _, d = q.shape
-    hkv = k.shape[1]
+    _check_page_score(page_score)
     n_pages = cdiv(kv_len, page_size)
     st = (state or current_state()).page_state(k, page_size, state_key)
     st.update(k, visible, kv_len)
-    cent, has = st.centroids(n_pages)
-    qm = q.reshape(b, hkv, hq // hkv, d).to(torch.float32).mean(2)
-    scores = torch.einsum("bhpd,bhd->bhp", cent, qm)  # [B, Hkv, n_pages] (a bmm with N=1 is 4x slower)
+    scores, has = page_scores(q, st, n_pages, page_score)
     ids = torch.arange(n_pages, device=q.device)
     first = torch.where(has.any(1), has.to(torch.int8).argmax(1), 0)  # first page with a visible key, per row
     reserved = ((ids[None] >= first[:, None]) & (ids[None] < first[:, None] + sink)) | (ids[None] >= n_pages - local)
@@ -362,11 +415,14 @@ def triton_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, pages: Tenso
 
 @torch.library.custom_op("replaycompile::sparse_decode", mutates_args=())
 def sparse_decode(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, budget: Tensor, scale: float, page_size: int,
-                  sink: int, local: int, use_triton: bool, state_key: int, dense: bool = False) -> Tensor:
+                  sink: int, local: int, use_triton: bool, state_key: int, dense: bool = False,
+                  page_score: str = "bound") -> Tensor:
     """Budgeted sparse decode attention: q [B, Hq, 1, D], the cache k/v [B, Hkv, L, D], the step's SDPA mask,
-    ``budget`` from ``sparrow_budget``; ``state_key`` names the attention site (its layer) whose page centroids
-    the current ``SparseDecodeState`` keeps; ``dense`` (a layer the schedule keeps dense) attends to every page.
-    Returns [B, Hq, 1, D] in q.dtype."""
+    ``budget`` from ``sparrow_budget``; ``state_key`` names the attention site (its layer) whose page statistics
+    the current ``SparseDecodeState`` keeps; ``dense`` (a layer the schedule keeps dense) attends to every page;
+    ``page_score`` ("bound" or "centroid", see ``page_scores``) ranks the pages. Returns [B, Hq, 1, D] in
+    q.dtype."""
+    _check_page_score(page_score)
     b = q.shape[0]
     visible = visible_keys(mask, b)
     kv_len, topk = (int(x) for x in budget.tolist())
@@ -377,14 +433,15 @@ def sparse_decode(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, budget: Tensor,
             pages = torch.arange(n_pages, device=q.device).expand(b, k.shape[1], n_pages)
             return triton_decode(q, k, v, visible, pages, page_size, scale)
         return dense_decode(q, k, v, visible, kv_len, scale)
-    pages = select_pages(q, k, visible, kv_len, topk, page_size, sink, local, state_key)
+    pages = select_pages(q, k, visible, kv_len, topk, page_size, sink, local, state_key, page_score=page_score)
     if triton_ok:
         return triton_decode(q, k, v, visible, pages, page_size, scale)
     return _gather_decode(q, k, v, visible, pages, page_size, scale)
 
 
 @sparse_decode.register_fake
-def _sparse_decode_fake(q, k, v, mask, budget, scale, page_size, sink, local, use_triton, state_key, dense=False):
+def _sparse_decode_fake(q, k, v, mask, budget, scale, page_size, sink, local, use_triton, state_key, dense=False,
+                        page_score="bound"):
     return q.new_empty(q.shape[:3] + (v.shape[-1],))
 
 # Under autocast the decode attention is cast as the SDPA it replaces: q and the cache's k, v to the autocast

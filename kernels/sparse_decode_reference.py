@@ -3,8 +3,13 @@
 One decode step: each row b has one query per query head and a KV cache [B, Hkv, L, D] of which ``visible[b, t]``
 marks the real, already-written tokens. The cache is cut into pages of ``page_size`` tokens. Per (row, KV head):
 
-* a page's **centroid** is the mean of its visible keys; pages without a visible key are never scored;
-* the **score** of a page is its centroid against the mean query of the GQA group;
+* pages without a visible key are never scored; with ``qm`` the mean query of the GQA group, the **score** of a
+  page is, by ``page_score``:
+
+  - ``"bound"`` (the default): ``sum_d max(qm_d * kmax_d, qm_d * kmin_d)``, where kmax / kmin are the
+    elementwise max / min of the page's visible keys: an upper bound on ``qm . k`` over the page's keys (Quest),
+    so one strongly matching key lifts its page however many other keys it holds;
+  - ``"centroid"``: ``qm . c`` with ``c`` the mean of the page's visible keys;
 * **reserved pages** are always kept: ``sink`` pages from the row's first visible page, and ``local`` pages
   ending at the page of the last token;
 * the best-scoring pages among the rest fill the budget: ``topk`` of them, plus any slot a reserved page left
@@ -20,14 +25,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .block_sparse import cdiv
+from .block_sparse import PAGE_SCORES, cdiv
 
 __all__ = ["select_pages_reference", "sparse_decode_reference"]
 
 
 def select_pages_reference(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, topk: int, page_size: int,
-                           sink: int, local: int) -> Tensor:
+                           sink: int, local: int, page_score: str = "bound") -> Tensor:
     """bool [B, Hkv, n_pages]: the pages kept for each (row, KV head)."""
+    if page_score not in PAGE_SCORES:
+        raise ValueError(f"unknown page score {page_score!r}")
     b, hq, _, d = q.shape
     hkv = k.shape[1]
     n_pages = cdiv(kv_len, page_size)
@@ -46,8 +53,11 @@ def select_pages_reference(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, t
                 if p in reserved or not page_has[p]:
                     continue
                 toks = [t for t in range(p * page_size, min((p + 1) * page_size, kv_len)) if vis_t[t]]
-                centroid = k[bi, h, toks].double().mean(0)
-                scores[p] = float(centroid @ qm)
+                keys = k[bi, h, toks].double()
+                if page_score == "centroid":
+                    scores[p] = float(keys.mean(0) @ qm)
+                else:
+                    scores[p] = float(torch.maximum(qm * keys.amax(0), qm * keys.amin(0)).sum())
             best = sorted(scores, key=lambda p: (-scores[p], p))[:topk + sink + local - len(reserved)]
             for p in reserved | set(best):
                 kept[bi, h, p] = True

@@ -138,7 +138,8 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
         with g.inserting_before(n):
             new = g.call_function(torch.ops.replaycompile.sparse_decode.default,
                                   (q, ks, vs, mask, budgets[mask], scale, schedule.page_size, schedule.sink_pages,
-                                   schedule.local_pages, use_triton, i, i in schedule.dense_layers))
+                                   schedule.local_pages, use_triton, i, i in schedule.dense_layers,
+                                   schedule.page_score))
         old_kv = [x for x in n.args[1:3] if isinstance(x, fx.Node)]
         n.replace_all_uses_with(new)
         g.erase_node(n)

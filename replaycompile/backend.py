@@ -697,8 +697,9 @@ class SparrowGraph:
                                dense_layers=[], cache_copied=False))
             return out
         if self.schedule.structure() != self.structure:
-            raise ValueError("replay backend: the Sparrow schedule's page size, bucket size, reserved pages or dense "
-                             "layers changed after compiling; only its page table (set_pages) may change. "
+            raise ValueError("replay backend: the Sparrow schedule's page size, bucket size, reserved pages, dense "
+                             "layers or page score changed after compiling; only its page table (set_pages) may "
+                             "change. "
                              "Compile again (torch._dynamo.reset()) to use the new structure.")
         copies = self._cache_copies()
         out = self.fn(*args, self.schedule.table(padded=True))

@@ -8,10 +8,10 @@ dense update of the base model, ``DistillSparse.step`` trains them on the rollou
 
 The sparse policy's log-probs need sparse attention *with a backward pass* over whole sequences. A decode step
 selects pages per token; in training each block of ``page_size`` queries shares one selection, scored like the
-decoder does (page centroids against the block's mean query of the GQA group), plus the sink page and the local
-pages up to the block, causal inside. It runs through ``replaycompile::block_sparse_attention`` (Triton on CUDA;
-a dense-mask PyTorch path on CPU), installed as a transformers attention function for the duration of the step:
-the model's code is not touched.
+decoder does (the schedule's ``page_score``, bound or centroid, against the block's mean query of the GQA
+group), plus the sink page and the local pages up to the block, causal inside. It runs through
+``replaycompile::block_sparse_attention`` (Triton on CUDA; a dense-mask PyTorch path on CPU), installed as a
+transformers attention function for the duration of the step: the model's code is not touched.
 """
 
 from __future__ import annotations
@@ -44,9 +44,17 @@ def training_selection(q: Tensor, k: Tensor, key_visible: Tensor, schedule: Spar
     vis = torch.nn.functional.pad(key_visible.float(), (0, pad))
     kp = torch.nn.functional.pad(k.float(), (0, 0, 0, pad)) * vis[None, :, None]
     cnt = vis.view(nb, p).sum(-1)
-    cent = kp.view(hkv, nb, p, d).sum(2) / cnt.clamp_min(1.0)[None, :, None]  # [Hkv, nKB, D]
     qb = torch.nn.functional.pad(q.float(), (0, 0, 0, pad)).view(hkv, hq // hkv, nb, p, d).mean((1, 3))
-    scores = torch.einsum("hmd,hnd->hmn", qb, cent)  # [Hkv, nQB, nKB]
+    if schedule.page_score == "centroid":
+        cent = kp.view(hkv, nb, p, d).sum(2) / cnt.clamp_min(1.0)[None, :, None]  # [Hkv, nKB, D]
+        scores = torch.einsum("hmd,hnd->hmn", qb, cent)  # [Hkv, nQB, nKB]
+    else:  # the bound score, as kernels/sparse_decode.page_scores: q+ . kmax + q- . kmin (empty pages masked below)
+        hidden = (vis == 0)[None, :, None]
+        kb = torch.nn.functional.pad(k.float(), (0, 0, 0, pad))
+        kmax = kb.masked_fill(hidden, float("-inf")).view(hkv, nb, p, d).amax(2)
+        kmin = kb.masked_fill(hidden, float("inf")).view(hkv, nb, p, d).amin(2)
+        scores = (torch.einsum("hmd,hnd->hmn", qb.clamp_min(0), kmax)
+                  + torch.einsum("hmd,hnd->hmn", qb.clamp_max(0), kmin))
     m = torch.arange(nb)
     causal = m[None, :] <= m[:, None]
     has = cnt > 0

@@ -165,7 +165,7 @@ class DecodeSession:
     """A batch's static KV cache after a dense prefill, stepped one token at a time (dense, or sparse with a
     schedule). ``logits`` holds the next-token logits [B, V] of the last position fed.
 
-    The session owns what sparse decoding keeps between its steps (``decode_state``: the page centroids of its
+    The session owns what sparse decoding keeps between its steps (``decode_state``: the page statistics of its
     cache, scratch buffers) and makes it current around each step; a clone starts with a fresh one."""
 
     def __init__(self, model, input_ids: Tensor, attention_mask: Tensor, max_len: int, schedule=None,
@@ -230,7 +230,7 @@ class DecodeSession:
     def clone(self) -> "DecodeSession":
         other = copy.copy(self)
         other.cache = copy.deepcopy(self.cache)
-        other.decode_state = SparseDecodeState()  # its page centroids are summed from its own cache
+        other.decode_state = SparseDecodeState()  # its page statistics are rebuilt from its own cache
         return other
 
     def repeat_interleave(self, repeats: int) -> "DecodeSession":

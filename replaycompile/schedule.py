@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import Tensor
 
-from replaycompile.kernels.block_sparse import budget_bucket, cdiv
+from replaycompile.kernels.block_sparse import PAGE_SCORES, budget_bucket, cdiv
 
 __all__ = ["SparrowSchedule", "MAX_BUCKETS"]
 
@@ -35,6 +35,9 @@ class SparrowSchedule:
     bucket ``i`` = ``[i * bucket_tokens, (i + 1) * bucket_tokens)``; the last entry holds for longer contexts.
     Reserved pages are always kept: ``sink_pages`` at the start of each row's real tokens and ``local_pages``
     ending at the current token. Layers listed in ``dense_layers`` attend densely. Prefill is always dense.
+    ``page_score`` ranks the pages (kernels/sparse_decode.py): ``"bound"`` (Quest's upper bound on q.k over a
+    page's keys, the default) or ``"centroid"`` (mean key . query, which loses single matching keys as the
+    context grows). A schedule JSON without the field (written before it existed) loads with the default.
 
     A compiled decode step reads ``pages`` on every call: ``set_pages`` (a recalibration) takes effect at the next
     step without recompiling. The other fields are fixed once a step is compiled with the schedule.
@@ -46,6 +49,7 @@ class SparrowSchedule:
     sink_pages: int = 1
     local_pages: int = 2
     dense_layers: tuple[int, ...] = (0, 1)
+    page_score: str = "bound"
 
     def __post_init__(self):
         self.pages = tuple(self.pages)
@@ -60,7 +64,7 @@ class SparrowSchedule:
     def structure(self) -> dict:
         """The fields a compiled decode graph bakes in (everything but the page table)."""
         return dict(bucket_tokens=self.bucket_tokens, page_size=self.page_size, sink_pages=self.sink_pages,
-                    local_pages=self.local_pages, dense_layers=tuple(self.dense_layers))
+                    local_pages=self.local_pages, dense_layers=tuple(self.dense_layers), page_score=self.page_score)
 
     # -- validation
     def validate(self) -> None:
@@ -93,6 +97,9 @@ class SparrowSchedule:
             raise ValueError("SparrowSchedule: local_pages must be at least 1 (the page holding the current token)")
         if any(not is_int(x) or x < 0 for x in self.dense_layers) or len(set(self.dense_layers)) != len(self.dense_layers):
             raise ValueError(f"SparrowSchedule: dense_layers={self.dense_layers!r} must be distinct non-negative ints")
+        if self.page_score not in PAGE_SCORES:
+            raise ValueError(f"SparrowSchedule: page_score={self.page_score!r}; known page scores are "
+                             f"{', '.join(map(repr, PAGE_SCORES))}")
 
     # -- budget
     def bucket(self, kv_len: int) -> int:

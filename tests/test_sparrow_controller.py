@@ -315,12 +315,14 @@ def test_controller_recovers_acceptance_when_the_policy_drifts_without_recompili
     dense log-probs of the sampled tokens, the controller acts. The policy drifts: the retrieval head's keys get
     noisier (their noise is linear in the weights, so the drifted head is a blend of two hand-set ones), page
     centroids blur, and the starting budget of 1 page misses the answer page. The controller raises the pages
-    where p5 fell, p5 returns to >= target in every bin, and the one compiled decode step serves every table."""
+    where p5 fell, p5 returns to >= target in every bin, and the one compiled decode step serves every table.
+    Scored by centroids (``page_score="centroid"``): the drift blurs them, while the default bound score keeps
+    the answer page through it (p5 1.0 in both bins at 1 page, steps 0-6), so it would not break the budget."""
     sparrow_graphs = instances_of(monkeypatch, backend.SparrowGraph)
     model = retrieval_model(noise=0.5)
     k_calm = model.model.layers[2].self_attn.k_proj.weight.detach().clone()
     k_drifted = retrieval_model(noise=8.0).model.layers[2].self_attn.k_proj.weight.detach().clone()
-    sched = SparrowSchedule.fixed(1, bucket_tokens=BT)
+    sched = SparrowSchedule.fixed(1, bucket_tokens=BT, page_score="centroid")
     monitor = AcceptanceMonitor(target=0.86, bin_tokens=BT)
     ctl = ScheduleController(sched, target=0.86, min_count=64, min_pages=1, patience=3)
     rows_per_step, prompt_len, new_tokens = 8, 496, 32  # completions in two bins (256-512, 512-768), 128 tokens each

@@ -35,23 +35,70 @@ def _softmax_attention(q, k, v, vis, kv_len, scale):
     return (s.softmax(-1) @ vv).to(q.dtype)
 
 
+@pytest.mark.parametrize("page_score", ["bound", "centroid"])
 @pytest.mark.parametrize("use_triton", [False, True])
 @pytest.mark.parametrize("topk", [0, 1, 3])
-def test_sparse_decode_matches_reference(topk, use_triton):
+def test_sparse_decode_matches_reference(topk, use_triton, page_score):
     q, k, v, vis = _decode_case(length=160, kv_len=150)
     assert 1 + 2 + topk < 10  # 10 pages: every budget really selects
     sd.reset_page_state()
-    kept = select_pages_reference(q, k, vis, 150, topk, 16, 1, 2)
+    kept = select_pages_reference(q, k, vis, 150, topk, 16, 1, 2, page_score)
     ref = sparse_decode_reference(q, k, v, vis, kept, 16, 0.25)
-    out = sd.sparse_decode(q, k, v, vis[:, None, None, :], torch.tensor([150, topk]), 0.25, 16, 1, 2, use_triton, 0)
+    out = sd.sparse_decode(q, k, v, vis[:, None, None, :], torch.tensor([150, topk]), 0.25, 16, 1, 2, use_triton, 0,
+                           False, page_score)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
     # the sparse path ran: pages were left out, and it shows in the output
     assert not bool(kept.all()) and (out - _softmax_attention(q, k, v, vis, 150, 0.25)).abs().max() > 1e-3
     # the selected pages: exactly the reference's among pages that hold a visible key
-    pages = sd.select_pages(q, k, vis, 150, topk, 16, 1, 2, state_key=1)
+    pages = sd.select_pages(q, k, vis, 150, topk, 16, 1, 2, state_key=1, page_score=page_score)
     got = torch.zeros_like(kept).scatter_(2, pages, True)
     has = torch.stack([vis[:, p * 16:(p + 1) * 16].any(1) for p in range(kept.shape[2])], 1)[:, None]
     assert torch.equal(got & has, kept & has)
+
+
+def test_the_two_page_scores_choose_differently():
+    """On random keys the scores rank pages differently (else the parametrised test above could not tell them
+    apart), and the default is the bound score."""
+    q, k, v, vis = _decode_case(length=160, kv_len=150)
+    bound = select_pages_reference(q, k, vis, 150, 3, 16, 1, 2, "bound")
+    assert torch.equal(select_pages_reference(q, k, vis, 150, 3, 16, 1, 2), bound)
+    assert not torch.equal(select_pages_reference(q, k, vis, 150, 3, 16, 1, 2, "centroid"), bound)
+    with pytest.raises(ValueError, match="unknown page score 'mean'"):
+        sd.sparse_decode(q, k, v, vis[:, None, None, :], torch.tensor([150, 1]), 0.25, 16, 1, 2, False, 0, False,
+                         "mean")
+
+
+def _needle_case():
+    """One row, one head, 6 pages of 16 keys along dimension 0 of an 8-dim space, query e0. Sink page 0 and
+    local pages 4, 5 are reserved; one page is chosen from pages 1-3. Page 2 holds the needle, one key 8 e0,
+    among 15 decoys at -0.5 e0 (mean 1/32); pages 1 and 3 hold keys at 0.2 e0 and 0.1 e0."""
+    k = torch.zeros(1, 1, 96, 8)
+    k[0, 0, 16:32, 0] = 0.2
+    k[0, 0, 32:48, 0] = -0.5
+    k[0, 0, 40, 0] = 8.0  # the needle
+    k[0, 0, 48:64, 0] = 0.1
+    v = torch.zeros(1, 1, 96, 8)
+    v[0, 0, 40, 1] = 1.0  # only the needle's value reads out
+    q = torch.zeros(1, 1, 1, 8)
+    q[0, 0, 0, 0] = 1.0
+    return q, k, v, torch.ones(1, 96, dtype=torch.bool)
+
+
+def test_the_bound_score_keeps_a_needle_page_the_centroid_score_drops():
+    """Issue 11: the centroid dilutes one strongly matching key by its page's 15 others, so its page loses to
+    pages of uniformly weak matches; the bound score (max over the page's keys per dimension) keeps it."""
+    q, k, v, vis = _needle_case()
+    for score, want in (("bound", [0, 2, 4, 5]), ("centroid", [0, 1, 4, 5])):
+        ref = select_pages_reference(q, k, vis, 96, 1, 16, 1, 2, score)
+        assert torch.nonzero(ref[0, 0]).reshape(-1).tolist() == want, score
+        got = sd.select_pages(q, k, vis, 96, 1, 16, 1, 2, state=sd.SparseDecodeState(), page_score=score)
+        assert got[0, 0].tolist() == want, score
+    # the op attends to the needle with the (default) bound score and misses it with centroids
+    mask, budget = vis[:, None, None, :], torch.tensor([96, 1])
+    with sd.SparseDecodeState().active():
+        hit = sd.sparse_decode(q, k, v, mask, budget, 1.0, 16, 1, 2, False, 0)
+        miss = sd.sparse_decode(q, k, v, mask, budget, 1.0, 16, 1, 2, False, 1, False, "centroid")
+    assert float(hit[0, 0, 0, 1]) > 0.9 and float(miss[0, 0, 0, 1]) == 0.0
 
 
 def test_triton_decode_bf16_and_splits():
@@ -113,6 +160,19 @@ def test_page_centroids_are_incremental_and_reset_on_a_new_sequence():
     fresh = sd.PageState(k, 16)
     fresh.update(k, vis, 99)
     torch.testing.assert_close(st.sums, fresh.sums)
+    assert torch.equal(st.kmax, fresh.kmax) and torch.equal(st.kmin, fresh.kmin)
+    # the max / min are those of each page's visible keys (row 1's first 21 keys are padding); page 7, past the
+    # 99 written tokens, keeps the identities
+    kk = k[:, :, :96].reshape(2, 2, 6, 16, 16)
+    pv = vis[:, :96].reshape(2, 1, 6, 16, 1)
+    torch.testing.assert_close(st.kmax[:, :, :6], kk.masked_fill(~pv, float("-inf")).amax(3))
+    torch.testing.assert_close(st.kmin[:, :, :6], kk.masked_fill(~pv, float("inf")).amin(3))
+    assert bool((st.kmax[0, :, 7:] == float("-inf")).all()) and bool((st.kmin[0, :, 7:] == float("inf")).all())
+    # a cache not sized in whole pages (99 slots): its last page is 3 keys
+    short = sd.PageState(k[:, :, :99], 16)
+    short.update(k[:, :, :99], vis, 99)
+    assert torch.equal(short.kmax, st.kmax[:, :, :7]) and torch.equal(short.kmin, st.kmin[:, :, :7])
+    torch.testing.assert_close(short.kmax[:, :, 6], k[:, :, 96:99].amax(2))
     assert st.upto == 99
     k2 = k.clone()
     k2[:, :, 0] += 1  # another sequence in the same cache buffer
@@ -120,6 +180,7 @@ def test_page_centroids_are_incremental_and_reset_on_a_new_sequence():
     fresh2 = sd.PageState(k2, 16)
     fresh2.update(k2, vis, 99)
     torch.testing.assert_close(st.sums, fresh2.sums)
+    assert torch.equal(st.kmax, fresh2.kmax) and torch.equal(st.kmin, fresh2.kmin)  # reset, not max'ed over both
 
 
 def test_the_op_keeps_its_centroids_in_the_callers_state():
@@ -161,6 +222,9 @@ def test_opcheck_decode_ops():
     mask = vis[:, None, None, :]
     torch.library.opcheck(torch.ops.replaycompile.sparse_decode.default,
                           (q, k, v, mask, torch.tensor([77, 1]), 0.25, 16, 1, 2, False, 3))
+    for score in ("bound", "centroid"):
+        torch.library.opcheck(torch.ops.replaycompile.sparse_decode.default,
+                              (q, k, v, mask, torch.tensor([77, 1]), 0.25, 16, 1, 2, False, 3, False, score))
     torch.library.opcheck(torch.ops.replaycompile.sparrow_budget.default,
                           (mask, SparrowSchedule(pages=(1, 2)).table(), 64))
     assert sd.sparrow_budget(mask, torch.tensor([1, 2, 3]), 64).tolist() == [77, 2]

@@ -3,6 +3,7 @@ one."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from replaycompile.retrieval import recall_sequences, retrieval_model
@@ -60,3 +61,22 @@ def test_distill_sparse_reduces_the_kl_and_leaves_the_dense_policy_alone():
     after = kl()
     assert after < 0.6 * before, (before, after)
     torch.testing.assert_close(ds.dense_logprobs(seqs, am, ctx), dense)  # adapters off: the dense policy
+
+
+@pytest.mark.parametrize("page_score", ["bound", "centroid"])
+def test_training_selection_scores_pages_as_the_decoder_does(page_score):
+    """The last query block of a sequence holding one query selects the pages the decoder's reference selects
+    for that query at that KV length, with either page score (the zero-padded block mean only scales the
+    query, which no ranking sees)."""
+    from replaycompile.distill import training_selection
+    from replaycompile.kernels.sparse_decode_reference import select_pages_reference
+
+    g = torch.Generator().manual_seed(3)
+    hq, hkv, t, d = 4, 2, 16 * 8 + 1, 8
+    q = torch.randn(hq, t, d, generator=g)
+    k = torch.randn(hkv, t, d, generator=g)
+    vis = torch.ones(t, dtype=torch.bool)
+    sched = SparrowSchedule(pages=(2,), page_score=page_score)
+    got = training_selection(q, k, vis, sched)[:, -1]  # [Hkv, 9 key pages]
+    want = select_pages_reference(q[None, :, -1:], k[None], vis[None], t, 2, 16, 1, 2, page_score)[0]
+    assert int(want.sum()) == 2 * (1 + 2 + 2) and torch.equal(got, want)

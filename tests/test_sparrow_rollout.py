@@ -186,6 +186,23 @@ def test_the_rewrite_says_what_it_cannot_tell():
     assert not e.value.decode_shaped
 
 
+@pytest.mark.parametrize("page_score", ["bound", "centroid"])
+def test_the_rewrite_passes_the_schedules_page_score_to_the_op(page_score):
+    from replaycompile.passes.sparrow_rewrite import rewrite_decode
+
+    def attend(q, k, v, m):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+    gm = torch.fx.symbolic_trace(attend)
+    shapes = dict(q=(1, 2, 1, 16), k=(1, 2, 64, 16), v=(1, 2, 64, 16), m=(1, 1, 1, 64))
+    for n in gm.graph.nodes:
+        if n.name in shapes:
+            n.meta["val"] = torch.empty(shapes[n.name], device="meta")
+    new, info = rewrite_decode(gm, SparrowSchedule(pages=(1,), dense_layers=(), page_score=page_score), False)
+    ops = [n for n in new.graph.nodes if n.target is torch.ops.replaycompile.sparse_decode.default]
+    assert len(ops) == 1 and ops[0].args[-1] == page_score and info.sparse_layers == [0]
+
+
 @pytest.mark.slow  # over 15 s on 2 cores
 def test_user_compiled_decode_step_with_the_default_inductor_inner(sparrow_graphs):
     """The README's own decode step: ``torch.compile(model, backend="replay", options={"schedule": s})`` with

@@ -31,6 +31,7 @@ def test_schedule_budget_and_json_round_trip(tmp_path):
     (dict(pages=(4,), local_pages=0), "local_pages"),
     (dict(pages=(4,), dense_layers=(1, 1)), "dense_layers"),
     (dict(pages=(1,) * 300), "at most 256"),
+    (dict(pages=(4,), page_score="mean"), "page_score='mean'; known page scores are 'bound', 'centroid'"),
 ])
 def test_schedule_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -48,6 +49,19 @@ def test_schedule_json_errors(tmp_path):
     bad.write_text("{pages: 1")
     with pytest.raises(ValueError, match="not valid JSON"):
         SparrowSchedule.load(bad)
+
+
+def test_page_score_round_trips_and_old_files_load_with_the_default(tmp_path):
+    """``page_score`` is part of the JSON and of the compiled structure; a file written before the field existed
+    (no ``page_score``) loads with the default, the bound score."""
+    s = SparrowSchedule(pages=(4,), page_score="centroid")
+    t = SparrowSchedule.from_json(s.to_json())
+    assert t.page_score == "centroid" and t == s and t.structure()["page_score"] == "centroid"
+    assert SparrowSchedule(pages=(4,)).page_score == "bound"
+    old = s.to_dict()
+    del old["page_score"]
+    assert SparrowSchedule.from_dict(old).page_score == "bound"
+    assert SparrowSchedule(pages=(4,)).structure() != s.structure()  # another score is another compiled graph
 
 
 def test_set_pages_validates_first():
