@@ -47,6 +47,7 @@ import torch
 
 import replaycompile
 from replaycompile import rollout, sparrow
+from replaycompile.kernels.block_sparse import cdiv
 from replaycompile.retrieval import _ANS, VALUES, recall_sequences, retrieval_model
 
 log = logging.getLogger("sparrow_grpo")
@@ -343,7 +344,7 @@ def per_context(records: list, args, schedule, model) -> list:
         rs = [r for r in records if r["context"] == ctx]
         kv = ctx + 1 + args.new_tokens / 2  # the mean KV length of a decode step
         pi = min(int(kv) // schedule.bucket_tokens, len(schedule.pages) - 1)
-        total = -(-int(kv) // schedule.page_size)
+        total = cdiv(int(kv), schedule.page_size)
         kept = min(total, schedule.pages[pi] + schedule.sink_pages + schedule.local_pages)
         rows.append(dict(context=ctx, batch=rs[0]["batch"], steps=len(rs),
                          sparrow_tok_s=_median([r["sparrow_tok_s"] for r in rs]),
