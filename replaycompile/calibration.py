@@ -53,22 +53,13 @@ def measure_windows(model, sequences: Tensor, starts, window: int, schedules: di
         if progress:
             print(f"sparrow: window {w + 1}/{len(starts)} at KV length {s0}", file=sys.stderr, flush=True)
         feed = sequences[:, s0:s0 + window - 1]
-
-        def run(schedule):
-            c = sess.clone()  # a clone starts with no page centroids of its own
-            c.set_schedule(schedule, inner)
-            out = [c.logits.float()]
-            for i in range(feed.shape[1]):
-                out.append(c.step(feed[:, i]).float())
-            return torch.stack(out, 1)
-
-        dense = run(None)
+        dense = _teacher_forced(sess, None, feed, inner)
         for name, sched in schedules.items():
             key = tuple(sorted(sched.structure().items()))
             if key not in shared:
                 shared[key] = SparrowSchedule(pages=sched.pages, **sched.structure())
             shared[key].set_pages(sched.pages)
-            alphas[name].append(acceptance(dense, run(shared[key])))
+            alphas[name].append(acceptance(dense, _teacher_forced(sess, shared[key], feed, inner)))
         positions.append(torch.arange(s0, s0 + window))
     return {k: torch.cat(v, 1) for k, v in alphas.items()}, torch.cat(positions)
 
