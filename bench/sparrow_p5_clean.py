@@ -13,7 +13,6 @@ answer page at rank 0 at 4K.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import pathlib
@@ -22,16 +21,9 @@ import time
 import torch
 
 from replaycompile import sparrow
-from replaycompile.retrieval import recall_sequences
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from replaycompile.retrieval import first_window_start, recall_sequences, weakened_recall_model
 
 
-def _example():
-    spec = importlib.util.spec_from_file_location("sparrow_grpo_example", ROOT / "examples" / "sparrow_grpo.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def main(argv=None):
@@ -54,17 +46,16 @@ def main(argv=None):
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     torch.manual_seed(0)
-    ex = _example()
-    model = ex.weakened_recall_model(args.readout).eval()
+    model = weakened_recall_model(args.readout).eval()
     wins = sparrow.calibration_windows(args.tokens, args.bin_tokens, args.window, per_bin=args.per_bin,
-                                       min_start=ex.CAL_MIN_START)
+                                       min_start=first_window_start())
     mk = lambda seed: recall_sequences(args.rows, args.tokens - args.window, window=args.window, windows=wins,  # noqa: E731
                                        seed=seed)[0]
     cal_seqs, held_seqs = mk(args.cal_seed), mk(args.held_seed)
     assert not bool((cal_seqs[:, None] == held_seqs[None]).all(-1).any()), "held-out rows must differ"
     t0 = time.perf_counter()
     cal = sparrow.calibrate(model, cal_seqs, args.candidates, args.target, bin_tokens=args.bin_tokens,
-                            window=args.window, windows_per_bin=args.per_bin, min_start=ex.CAL_MIN_START,
+                            window=args.window, windows_per_bin=args.per_bin, min_start=first_window_start(),
                             confidence=args.confidence, holdout=held_seqs, progress=True,
                             schedule=sparrow.SparrowSchedule(pages=(0,), bucket_tokens=args.bin_tokens,
                                                              page_score=args.page_score),

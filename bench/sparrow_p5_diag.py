@@ -16,26 +16,17 @@ form of a missed retrieval's alpha at this readout.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import pathlib
 import time
 
 import torch
 
 import replaycompile.kernels.sparse_decode as sd
 from replaycompile import sparrow
-from replaycompile.retrieval import KEYS, VALUES, recall_sequences
+from replaycompile.retrieval import KEYS, VALUES, recall_sequences, weakened_recall_model
 from replaycompile.rollout import DecodeSession
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-
-def _example():
-    spec = importlib.util.spec_from_file_location("sparrow_grpo_example", ROOT / "examples" / "sparrow_grpo.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def missed_retrieval_alpha(model) -> float:
@@ -179,8 +170,7 @@ def main(argv=None):
                          "bound (the default) or the centroid")
     args = ap.parse_args(argv)
     torch.manual_seed(0)
-    ex = _example()
-    model = ex.weakened_recall_model(args.readout).eval()
+    model = weakened_recall_model(args.readout).eval()
     n = args.context
     starts = [n // 2 + j * (n // 2) // args.windows for j in range(args.windows)]
     seqs, _ = recall_sequences(args.rows, n, window=args.window, windows=starts, seed=args.seed)

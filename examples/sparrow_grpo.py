@@ -48,18 +48,9 @@ import torch
 import replaycompile
 from replaycompile import rollout, sparrow
 from replaycompile.kernels.block_sparse import cdiv
-from replaycompile.retrieval import _ANS, VALUES, recall_sequences, retrieval_model
+from replaycompile.retrieval import first_window_start, recall_sequences, weakened_recall_model
 
 log = logging.getLogger("sparrow_grpo")
-
-
-def weakened_recall_model(readout: float, noise: float = 1.0, seed: int = 0):
-    """The recall model with its value readout scaled by ``readout`` (<1: a weak, improvable skill)."""
-    model = retrieval_model(noise=noise, seed=seed)
-    with torch.no_grad():
-        for v in VALUES:
-            model.lm_head.weight[v, _ANS + v] *= readout
-    return model
 
 
 def recall_prompts(n: int, context: int, seed: int):
@@ -91,7 +82,7 @@ def completion_logprobs(model, sequences: torch.Tensor, prompt_len: int) -> torc
     return logits[:, prompt_len - 1:-1].float().log_softmax(-1).gather(-1, sequences[:, prompt_len:, None])[..., 0]
 
 
-CAL_MIN_START = 4 * 24 + 32  # recall_sequences plants 24 pairs before its first window
+CAL_MIN_START = first_window_start()  # recall_sequences plants its pairs before the first window
 
 
 def calibration_seed(args) -> int:
@@ -379,7 +370,7 @@ def verdict(report: dict, args) -> dict:
 
 def long_report_md(report: dict, args) -> str:
     cal = report["calibration"]
-    out = [f"## Sparrow long rollouts: calibrated schedule against dense decoding, out of sample", "",
+    out = ["## Sparrow long rollouts: calibrated schedule against dense decoding, out of sample", "",
            f"Recall policy (readout {args.readout}), fp32, {torch.get_num_threads()} threads. "
            + (f"Calibration: {cal['rows']} rows x {cal['tokens']} tokens (seed {cal['seed']}), {args.cal_windows} "
               f"windows of {args.cal_window} per {args.bin_tokens}-token bin, candidates {args.candidates}, "

@@ -32,7 +32,7 @@ import math
 import torch
 from torch import Tensor
 
-__all__ = ["retrieval_model", "recall_sequences", "BOS", "FILLERS", "KEYS", "VALUES", "recall_accuracy"]
+__all__ = ["retrieval_model", "weakened_recall_model", "recall_sequences", "first_window_start", "BOS", "FILLERS", "KEYS", "VALUES", "recall_accuracy"]
 
 BOS = 0
 FILLERS = list(range(1, 16))
@@ -149,6 +149,22 @@ def retrieval_model(noise: float = 1.0, num_layers: int = 8, seed: int = 0, dtyp
     return model
 
 
+@torch.no_grad()
+def weakened_recall_model(readout: float, noise: float = 1.0, seed: int = 0):
+    """The recall model with its value readout scaled by ``readout`` (<1: a weak skill that RL can improve, and
+    a missed retrieval's acceptance well below 1: see README, "Why 0.8076")."""
+    model = retrieval_model(noise=noise, seed=seed)
+    for v in VALUES:
+        model.lm_head.weight[v, _ANS + v] *= readout
+    return model
+
+
+def first_window_start(n_pairs: int = 24) -> int:
+    """The earliest position ``recall_sequences`` accepts for a window: its ``n_pairs`` pairs are planted before
+    the first window, past the sink page."""
+    return 4 * n_pairs + 32
+
+
 def recall_sequences(batch: int, context: int, window: int = 64, n_pairs: int = 24, query_every: int = 8,
                      seed: int = 0, windows=None, return_pairs: bool = False):
     """Teacher-forcing data: [B, context + window] token ids and a bool mask of the positions whose *next*
@@ -164,7 +180,7 @@ def recall_sequences(batch: int, context: int, window: int = 64, n_pairs: int = 
     windows = [context] if windows is None else sorted(int(w) for w in windows)
     if n_pairs > len(KEYS):
         raise ValueError(f"recall_sequences: at most {len(KEYS)} pairs")
-    if windows[0] < 4 * n_pairs + 32 or windows[-1] + window > n:
+    if windows[0] < first_window_start(n_pairs) or windows[-1] + window > n:
         raise ValueError(f"recall_sequences: windows {windows} leave no room for {n_pairs} pairs before them, or "
                          f"end past {n} tokens")
     g = torch.Generator().manual_seed(seed)

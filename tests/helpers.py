@@ -122,3 +122,16 @@ def largest_tensor_mode():
             return out
 
     return LargestTensor()
+
+
+def load_script(relpath: str, name: str | None = None):
+    """A script of the checkout (``examples/x.py``, ``bench/x.py``: not installed packages) loaded as a module,
+    so a test can call its functions as the command line would."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / relpath
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

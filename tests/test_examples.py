@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import pathlib
 
 import pytest
+from helpers import load_script
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(f"examples/{name}.py")
 
 
 def test_grpo_loop_example_trains_packed():

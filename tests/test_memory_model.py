@@ -4,7 +4,6 @@ run of bench/long_context.py's pieces."""
 from __future__ import annotations
 
 import gc
-import importlib.util
 import pathlib
 
 import pytest
@@ -12,6 +11,7 @@ import torch
 
 from replaycompile import memory
 from replaycompile.models import tiny_config, tiny_model
+from helpers import load_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -19,10 +19,7 @@ TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("long_context", ROOT / "bench" / "long_context.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench/long_context.py")
 
 
 @pytest.fixture(scope="module")

@@ -172,13 +172,9 @@ def test_calibration_choice_by_hand(caplog):
 
 def test_bench_verdicts_need_held_out_data_of_the_same_schedule():
     import argparse
-    import importlib.util
-    import pathlib
+    from helpers import load_script
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "bench" / "sparrow_bench.py"
-    spec = importlib.util.spec_from_file_location("sparrow_bench", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench/sparrow_bench.py")
     def row(v, data, p5, b=0):
         return dict(variant=v, data=data, bin_start=b, bin_end=b + 512, p5=p5, mean=1.0)
 

@@ -4,21 +4,16 @@ roll out held-out prompts with the schedule and a dense decoder side by side, re
 Slow: the run compiles three decode steps with the replay backend (calibration's sparse step, the rollout's
 sparse step, the dense reference), 2.6 minutes on the shared 2-core machine under load."""
 
-import importlib.util
 import json
-import pathlib
 
 import pytest
 import torch
+from helpers import load_script
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _example():
-    spec = importlib.util.spec_from_file_location("sparrow_grpo_example", ROOT / "examples" / "sparrow_grpo.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("examples/sparrow_grpo.py")
 
 
 pytestmark = pytest.mark.slow

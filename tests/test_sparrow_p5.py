@@ -9,9 +9,7 @@ bin's lower bound is its minimum, so one miss pins it there too.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import pathlib
 
 import torch
 
@@ -19,8 +17,8 @@ from replaycompile.acceptance import acceptance_summary, order_statistic_rank
 from replaycompile.calibration import measure_windows
 from replaycompile.retrieval import _ANS, HIDDEN, KEYS, VALUES, recall_sequences, retrieval_model
 from replaycompile.schedule import SparrowSchedule
+from helpers import load_script
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 READOUT = 0.25  # examples/sparrow_grpo.py's --readout default
 
 
@@ -82,9 +80,7 @@ def test_the_long_rollout_calibration_has_tokens_for_a_bound_above_the_minimum()
     budget short of dense. The example's defaults must give each bin enough tokens for a deeper order statistic.
     """
     assert order_statistic_rank(64, 0.05, 0.9) == 1
-    spec = importlib.util.spec_from_file_location("sparrow_grpo_example", ROOT / "examples" / "sparrow_grpo.py")
-    ex = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
+    ex = load_script("examples/sparrow_grpo.py")
     args = ex.parse_args(["--rollout-only"])
     per_bin = args.cal_rows * args.cal_windows * args.cal_window
     assert order_statistic_rank(per_bin, 0.05, 0.9) >= 8, per_bin
