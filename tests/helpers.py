@@ -129,9 +129,11 @@ def load_script(relpath: str, name: str | None = None):
     so a test can call its functions as the command line would."""
     import importlib.util
     import pathlib
+    import sys
 
     path = pathlib.Path(__file__).resolve().parents[1] / relpath
-    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    spec = importlib.util.spec_from_file_location(name or f"checkout_{path.parent.name}_{path.stem}", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod

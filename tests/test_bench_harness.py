@@ -48,6 +48,22 @@ def _check(out, systems, workloads, capsys):
     return records
 
 
+def test_tree_workloads_share_what_they_say():
+    """"tree": rows 0..G/2-1 share a stem, the others' stems are their own; "tree2": each half shares its own."""
+    from helpers import load_script
+
+    h = load_script("bench/harness.py")
+    for kind, halves_share in (("tree", (True, False)), ("tree2", (True, True))):
+        w = h.Workload(kind, 8, 40, 4, 6, kind=kind, stem=12)
+        ids, am, _, _ = w.batch(vocab=500, k=0)
+        p = 40  # k=0: the prompt is not moved
+        assert (ids[:, :p] == ids[:1, :p]).all()
+        stems = ids[:, p:p + 12]
+        for half, shared in zip((stems[:4], stems[4:]), halves_share):
+            assert bool((half == half[:1]).all()) == shared, (kind, half)
+        assert not (stems[0] == stems[4]).all()  # the two halves never share a stem
+
+
 def test_bench_quick_end_to_end(tmp_path, capsys):
     """The systems that run without compiling (the default suite's budget; the compiled ones are in the slow test
     below: compiling replay twice, for the two shapes of the warm-up, takes minutes on a loaded 2-core machine)."""
