@@ -237,18 +237,24 @@ def long_rollouts(args) -> dict:
     model.eval()
     t0 = time.perf_counter()
     n_cal = max(args.contexts) + args.new_tokens + args.cal_window  # the last bin the rollouts reach holds a window
-    if args.calibrate:
+    if args.calibrate and not args.schedule:
         cal, cal_seqs = calibrate_schedule(model, args, n_cal, rows=args.cal_rows, per_bin=args.cal_windows,
                                            holdout=None, progress=not args.no_progress)
         schedule = cal.schedule
-    else:  # a fixed budget; the held-out check still compares against the sequences calibration would use
+        source = "calibrated"
+    else:  # a given or fixed budget; the held-out check still compares against the sequences calibration uses
         cal = None
-        schedule = sparrow.SparrowSchedule(pages=(args.start_pages,), bucket_tokens=args.bin_tokens)
+        if args.schedule:  # e.g. an earlier run's sparrow_long_schedule.json (calibrated with the same seed)
+            schedule = sparrow.SparrowSchedule.load(args.schedule)
+            source = f"loaded from {args.schedule}"
+        else:
+            schedule = sparrow.SparrowSchedule(pages=(args.start_pages,), bucket_tokens=args.bin_tokens)
+            source = "fixed, --no-calibrate"
         cal_seqs, _ = recall_sequences(args.cal_rows, n_cal - args.cal_window, window=args.cal_window,
                                        windows=[n_cal - args.cal_window], seed=calibration_seed(args))
     cal_s = time.perf_counter() - t0
-    log.info("schedule (%s, %.0f s): pages %s per %d-token bin", "calibrated" if cal else "fixed, --no-calibrate",
-             cal_s, list(schedule.pages), args.bin_tokens)
+    log.info("schedule (%s, %.0f s): pages %s per %d-token bin", source, cal_s, list(schedule.pages),
+             schedule.bucket_tokens)
     for line in cal.rows() if cal else []:
         log.info("  calibration %s", line)
     monitor = sparrow.AcceptanceMonitor(target=args.target, bin_tokens=args.bin_tokens,
@@ -309,7 +315,7 @@ def long_rollouts(args) -> dict:
     throughput = per_context(records, args, schedule, model)
     report = dict(args=vars(args), calibration=dict(seconds=cal_s, seed=calibration_seed(args), rows=cal_seqs.shape[0],
                                                     tokens=cal_seqs.shape[1], schedule=schedule.to_dict(),
-                                                    calibrated=cal is not None, met=cal.met if cal else [],
+                                                    calibrated=cal is not None, source=source, met=cal.met if cal else [],
                                                     table=cal.table if cal else [], bounds=cal.bounds if cal else []),
                   prompt_seeds=sorted({r["prompt_seed"] for r in records}), steps=records, throughput=throughput,
                   held_out=held)
@@ -320,6 +326,7 @@ def long_rollouts(args) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "sparrow_long_rollouts.json").write_text(json.dumps(report, indent=1, default=str))
     (out / "sparrow_long_rollouts.md").write_text(md)
+    schedule.save(out / "sparrow_long_schedule.json")  # --schedule reruns the rollouts without calibrating again
     log.info("wrote %s and %s", out / "sparrow_long_rollouts.json", out / "sparrow_long_rollouts.md")
     return dict(report=report, schedule=schedule, calibration=cal, calibration_sequences=cal_seqs,
                 alpha=alpha_all, positions=pos_all)
@@ -374,7 +381,8 @@ def long_report_md(report: dict, args) -> str:
            f"Recall policy (readout {args.readout}), fp32, {torch.get_num_threads()} threads. "
            + (f"Calibration: {cal['rows']} rows x {cal['tokens']} tokens (seed {cal['seed']}), {args.cal_windows} "
               f"windows of {args.cal_window} per {args.bin_tokens}-token bin, candidates {args.candidates}, "
-              f"{cal['seconds']:.0f} s: " if cal["calibrated"] else "Not calibrated (--no-calibrate), a fixed budget: ")
+              f"{cal['seconds']:.0f} s: " if cal["calibrated"] else f"Not calibrated in this run (schedule "
+              f"{cal['source']}): ")
            + f"pages {cal['schedule']['pages']} (+{cal['schedule']['sink_pages']} sink, "
            f"+{cal['schedule']['local_pages']} local; layers {cal['schedule']['dense_layers']} dense). Rollouts: "
            f"{args.steps} steps x contexts {args.contexts}, {args.prompts} held-out prompts x G={args.group} "
@@ -463,10 +471,13 @@ def parse_args(argv=None):
     ap.add_argument("--readout", type=float, default=0.25, help="scale of the value readout at the start")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--target", type=float, default=0.86)
-    ap.add_argument("--candidates", type=int, nargs="+", default=None, help="0 2 4 8 16 32 [32 64 128 256]")
+    ap.add_argument("--candidates", type=int, nargs="+", default=None, help="0 2 4 8 16 32 [0 1 2 4 8 16 32]")
     ap.add_argument("--no-calibrate", dest="calibrate", action="store_false",
                     help="start from a fixed budget (--start-pages) instead of sparrow.calibrate on unseen sequences")
     ap.add_argument("--start-pages", type=int, default=2, help="the fixed starting budget with --no-calibrate")
+    ap.add_argument("--schedule", default=None,
+                    help="--rollout-only: a schedule JSON to roll out with instead of calibrating (an earlier run's "
+                         "sparrow_long_schedule.json)")
     ap.add_argument("--distill", action="store_true", help="train DistillSparse adapters on the rollouts")
     ap.add_argument("--inner", default="aot_eager", choices=["inductor", "aot_eager"])
     ap.add_argument("--seed", type=int, default=0)
@@ -489,9 +500,10 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if args.rollout_only:
         defaults = dict(steps=2, prompts=2, group=4, contexts=[16384, 32768], new_tokens=64, bin_tokens=4096,
-                        # the answer page's centroid rank grows with the pages in the cache (bench/
-                        # sparrow_p5_diag.py): 16 pages miss over 40% of retrievals at 16K
-                        candidates=[32, 64, 128, 256], out="bench/out")
+                        # with the bound page score the answer page ranks first (bench/sparrow_p5_diag.py) and 2 pages
+                        # met every bin to 32K out of sample; 0 and 1 let calibration find the floor, 8-32 leave room
+                        # for a policy that retrieves less sharply
+                        candidates=[0, 1, 2, 4, 8, 16, 32], out="bench/out")
         if args.quick:
             defaults.update(steps=1, prompts=1, group=2, contexts=[256, 384], new_tokens=8, bin_tokens=128,
                             candidates=[0, 2, 8], warmup=1)

@@ -73,3 +73,15 @@ def test_long_rollout_report_has_per_bin_p5_from_the_held_out_rollouts(long_run)
     assert saved["held_out"] == json.loads(json.dumps(held))
     md = (out / "sparrow_long_rollouts.md").read_text()
     assert "held-out p5 >= 0.86 in every bin" in md and f"{max(args.contexts)} context" in md
+
+
+def test_long_rollout_schedule_is_saved_for_a_rerun(long_run):
+    """The calibrated schedule is written beside the report, and ``--schedule`` reads it back in place of a
+    calibration (the long contexts' calibration is the run's most expensive part)."""
+    from replaycompile.schedule import SparrowSchedule
+
+    ex, _, res, out = long_run
+    saved = SparrowSchedule.load(out / "sparrow_long_schedule.json")
+    assert saved.to_dict() == res["schedule"].to_dict()
+    args = ex.parse_args(["--rollout-only", "--schedule", str(out / "sparrow_long_schedule.json")])
+    assert args.schedule and args.calibrate  # --schedule wins over calibrating (long_rollouts checks it first)
