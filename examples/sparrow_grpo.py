@@ -39,6 +39,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import pathlib
 import sys
 import time
@@ -233,6 +234,10 @@ def long_rollouts(args) -> dict:
        acceptance (n, mean, p5, its lower bound at ``--confidence``) and the monitor's one-sample estimate.
     """
     torch.manual_seed(args.seed)
+    # the decode steps' small GEMMs run on every thread: with more runnable processes than cores each one can wait
+    # a scheduler tick for a descheduled thread (a 4x256 by 256x768 linear: 90 us alone, 16 ms at load 3 on 2
+    # cores), so the report states the load it ran under
+    load_start = os.getloadavg()
     model = weakened_recall_model(args.readout)
     model.eval()
     t0 = time.perf_counter()
@@ -318,7 +323,7 @@ def long_rollouts(args) -> dict:
                                                     calibrated=cal is not None, source=source, met=cal.met if cal else [],
                                                     table=cal.table if cal else [], bounds=cal.bounds if cal else []),
                   prompt_seeds=sorted({r["prompt_seed"] for r in records}), steps=records, throughput=throughput,
-                  held_out=held)
+                  held_out=held, load_average=dict(start=load_start, end=os.getloadavg(), cores=os.cpu_count()))
     report["verdict"] = verdict(report, args)
     md = long_report_md(report, args)
     print(md, flush=True)
@@ -387,7 +392,9 @@ def long_report_md(report: dict, args) -> str:
            f"+{cal['schedule']['local_pages']} local; layers {cal['schedule']['dense_layers']} dense). Rollouts: "
            f"{args.steps} steps x contexts {args.contexts}, {args.prompts} held-out prompts x G={args.group} "
            f"(prompt seeds {report['prompt_seeds']}), {args.new_tokens} tokens sampled at temperature 1; dense "
-           f"fed the same tokens, step by step, interleaved.", "",
+           f"fed the same tokens, step by step, interleaved. Load average (1 min) {report['load_average']['start'][0]:.1f} "
+           f"at the start, {report['load_average']['end'][0]:.1f} at the end, {report['load_average']['cores']} cores.",
+           "",
            "| context | batch | dense ms/step | dense tok/s | Sparrow ms/step | Sparrow tok/s | vs dense | "
            "pages kept/total | attention share | ideal | prefill s |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -73,6 +73,7 @@ def test_long_rollout_report_has_per_bin_p5_from_the_held_out_rollouts(long_run)
     assert saved["held_out"] == json.loads(json.dumps(held))
     md = (out / "sparrow_long_rollouts.md").read_text()
     assert "held-out p5 >= 0.86 in every bin" in md and f"{max(args.contexts)} context" in md
+    assert "Load average (1 min)" in md and len(saved["load_average"]["start"]) == 3  # timings say their load
 
 
 def test_long_rollout_schedule_is_saved_for_a_rerun(long_run):
