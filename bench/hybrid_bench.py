@@ -1,6 +1,7 @@
-"""Packed Qwen3-Next (Gated DeltaNet layers computed per row, attention and MLPs packed) against eager, on a
-GRPO-shaped step (forward, loss, backward) with G rows sharing a prompt. One process, the two interleaved,
-medians; loss and every gradient compared with eager's; the machine load printed beside the times.
+"""Packed Qwen3-Next against eager, on a GRPO-shaped step (forward, loss, backward) with G rows sharing a prompt:
+the Gated DeltaNet layers computed per row ("replay", the default) or on the prefix tree ("tree_scan", option
+recurrent="tree_scan"), attention and MLPs packed in both. One process, the three interleaved, medians; loss and
+every gradient compared with eager's; the machine load printed beside the times.
 
     python bench/hybrid_bench.py             # hidden 256, 4 layers (3 Gated DeltaNet : 1 attention, as released)
     python bench/hybrid_bench.py --quick     # tiny, for a smoke run
@@ -52,22 +53,37 @@ def main() -> None:
     batch = group_batch(prompt_len=args.prompt, lens=lens, vocab=model.config.vocab_size, left_pad=0)
     compiled = torch.compile(step_loss, backend="replay", options={"inner": "eager"})
 
+    def step_tree(model, ids, am, adv, p):  # its own frame, so Dynamo keeps its compile apart from the per-row one
+        return step_loss(model, ids, am, adv, p)
+
+    tree = torch.compile(step_tree, backend="replay", options={"inner": "eager", "recurrent": "tree_scan"})
+
     t0 = time.perf_counter()
     got = run(compiled, model, *batch)
     first = time.perf_counter() - t0
     st = replaycompile.last_stats()
     ref = run(step_loss, model, *batch)
     assert st["applied"], st
-    errs = {k: ((got[1][k] - ref[1][k]).norm() / ref[1][k].norm().clamp_min(1e-12)).item() for k in ref[1]}
-    rel = max(v for k, v in errs.items() if not k.endswith((".A_log", ".dt_bias")))
-    # the DeltaNet's decay parameters: against the scale of the per-token gradients they sum (README, "Hybrid")
-    decay = max(((got[1][k] - ref[1][k]).norm() / ref[1][k.rsplit(".", 1)[0] + ".in_proj_ba.weight"].norm()).item()
-                for k in ref[1] if k.endswith((".A_log", ".dt_bias")))
+    t0 = time.perf_counter()
+    got_tree = run(tree, model, *batch)
+    first_tree = time.perf_counter() - t0
+    st_tree = replaycompile.last_stats()
+    assert st_tree["applied"] and st_tree["recurrent_tree_scan"], st_tree
 
-    times = {"eager": [], "replay": []}
+    def errors(got):
+        errs = {k: ((got[1][k] - ref[1][k]).norm() / ref[1][k].norm().clamp_min(1e-12)).item() for k in ref[1]}
+        rel = max(v for k, v in errs.items() if not k.endswith((".A_log", ".dt_bias")))
+        # the DeltaNet's decay parameters: against the scale of the per-token gradients they sum (README, "Hybrid")
+        decay = max(((got[1][k] - ref[1][k]).norm() / ref[1][k.rsplit(".", 1)[0] + ".in_proj_ba.weight"].norm())
+                    .item() for k in ref[1] if k.endswith((".A_log", ".dt_bias")))
+        return abs((got[0] - ref[0]) / ref[0]).item(), rel, decay
+
+    fns = {"eager": step_loss, "replay": compiled, "tree_scan": tree}
+    times = {name: [] for name in fns}
     for i in range(args.reps):
-        for name in (("eager", "replay") if i % 2 == 0 else ("replay", "eager")):
-            fn = step_loss if name == "eager" else compiled
+        names = list(fns) if i % 2 == 0 else list(reversed(fns))
+        for name in names:
+            fn = fns[name]
             t0 = time.perf_counter()
             run(fn, model, *batch)
             times[name].append(time.perf_counter() - t0)
@@ -80,12 +96,15 @@ def main() -> None:
     print(f"layers {layers}: token mixers computed per row {len(per_row)}/{len(layers)} ({', '.join(per_row)}); "
           f"shared: {len(layers) - len(per_row)}/{len(layers)} attention mixers and {len(layers)}/{len(layers)} "
           f"MLPs (sublayers shared {2 * len(layers) - len(per_row)}/{2 * len(layers)})")
-    print(f"first replay call (compile) {first:.1f} s; loss rel err "
-          f"{abs((got[0] - ref[0]) / ref[0]).item():.1e}, worst grad rel err {rel:.1e} (DeltaNet decay params "
-          f"A_log/dt_bias: {decay:.1e} of their layer's in_proj_ba gradient norm)")
+    for name, f, g in (("replay (per row)", first, got), ("tree_scan", first_tree, got_tree)):
+        loss_err, rel, decay = errors(g)
+        print(f"{name}: first call (compile) {f:.1f} s; loss rel err {loss_err:.1e}, worst grad rel err {rel:.1e} "
+              f"(DeltaNet decay params A_log/dt_bias: {decay:.1e} of their layer's in_proj_ba gradient norm)")
+    print(f"tree_scan: layers on the prefix tree {', '.join(st_tree['recurrent_tree_scan'])}")
     for k, v in times.items():
-        print(f"{k:7s} median {med[k]:.3f} s  ({', '.join(f'{x:.3f}' for x in v)})")
-    print(f"replay vs eager: {med['eager'] / med['replay']:.2f}x")
+        print(f"{k:9s} median {med[k]:.3f} s  ({', '.join(f'{x:.3f}' for x in v)})")
+    print(f"replay (per row) vs eager: {med['eager'] / med['replay']:.2f}x; tree_scan vs eager: "
+          f"{med['eager'] / med['tree_scan']:.2f}x; tree_scan vs per row: {med['replay'] / med['tree_scan']:.2f}x")
 
 
 if __name__ == "__main__":

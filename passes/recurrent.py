@@ -1,4 +1,4 @@
-"""Recurrent (linear-attention / state-space) layers in a packed graph: computed per row, exactly.
+"""Recurrent (linear-attention / state-space) layers in a packed graph: computed per row, or on the prefix tree.
 
 A recurrent layer's output at token t carries every earlier token of its row, through a state (a Gated
 DeltaNet's short causal conv1d and its delta-rule scan) that no per-token layout holds: run on the packed row,
@@ -16,19 +16,31 @@ layer that it was "computed per row".
 
 Only layer classes whose traced computation was checked to be causal per row (loss and every gradient
 against eager, flat groups and two-level trees: tests/test_hybrid.py) are computed per row; the others (Mamba,
-RWKV, other linear attentions) keep declining with a reason that names the layer. The tree scan that would
-share the recurrent work too (each prefix-tree segment's scan starting from its parent's final conv and
-recurrent state) is not built.
+RWKV, other linear attentions) keep declining with a reason that names the layer.
+
+The tree scan (option ``recurrent="tree_scan"``) shares the recurrent work too: a layer whose graph has the
+shape the kernel computes (``tree_scan_sites``: one packed input, its seven weights by name, q/k head count,
+SiLU after the conv, the gated norm's epsilon) runs as one ``kernels.tree_scan.gated_deltanet_packed`` call on
+the packed tokens, which the rewrite puts where the layer's output would be gathered back; the layer's per-row
+nodes are not copied. Inside, every per-token step runs once per packed token, the conv reads each token's window
+in its row, and the delta-rule scan runs piece by piece down the prefix tree, each piece starting from its parent
+piece's final state (the state forks at each branch point). Its results equal eager's to rounding (the scan's
+chunks start at each piece, not at the row's start). Where it does not apply the layer is computed per row and
+the log says why (an inner compiler other than ``eager``, which would trace the kernel's Python over the plan; a
+graph of another shape); a batch whose rows have a pad between real tokens (eager steps the state there) runs
+the layer on the replayed rows inside the call (``counters["replay"]["recurrent_tree_scan_rows"]``). The stats
+list the layers run each way (``recurrent_tree_scan``, ``recurrent_per_row``).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import torch
 import torch.fx as fx
 
-from .nodes import B, T, Kind
+from .nodes import B, T, Kind, op_name, shape
 
 # Recurrent layers, by a piece of their class name: their state at a token carries every earlier token of the
 # row, through ops (causal conv1d, chunked scans, triangular solves) that have no per-token layout; a decline
@@ -147,3 +159,118 @@ def per_row_layers(a) -> dict:
         if layer is not None and layer[1] in PER_ROW_CLASSES and a.kind.get(x) == Kind.ROW:
             out[layer[0]] = layer[1]
     return dict(sorted(out.items()))
+
+
+# ------------------------------------------------------------------------------------------------ tree scan
+
+TREE_SCAN_COUNTER = "recurrent_layers_tree_scan"  # counters["replay"][...]: layers run as the tree scan
+
+# The weights of a Qwen3NextGatedDeltaNet, in the kernel's argument order, by the end of the name Dynamo gives the
+# placeholder of each (lower case; ``A_log`` becomes ``a_log``): the layer's own parameters, so no other
+# placeholder of the graph ends so among the layer's inputs.
+_WEIGHT_SUFFIXES = (
+    ("in_proj_qkvz", "in_proj_qkvz_parameters_weight_"),
+    ("in_proj_ba", "in_proj_ba_parameters_weight_"),
+    ("conv", "conv1d_parameters_weight_"),
+    ("dt_bias", "parameters_dt_bias_"),
+    ("A_log", "parameters_a_log_"),
+    ("norm", "norm_parameters_weight_"),
+    ("out_proj", "out_proj_parameters_weight_"),
+)
+
+
+@dataclass(frozen=True, eq=False)
+class TreeScanSite:
+    """A layer computed per row that the packed graph runs as one ``kernels.tree_scan.gated_deltanet_packed``
+    call instead: its packed input, its weights (placeholders) and the sizes its weights' shapes do not say."""
+
+    path: str
+    output: fx.Node     # the layer's [B, T, hidden] output (what re-enters the packed region)
+    hidden: fx.Node     # the one packed activation the layer reads (its hidden_states)
+    weights: tuple      # placeholders, in _WEIGHT_SUFFIXES order
+    inside: frozenset   # the layer's nodes (not copied into the packed graph)
+    num_k_heads: int
+    head_k_dim: int
+    norm_eps: float
+
+
+def _placeholder_ancestors(n: fx.Node) -> set:
+    seen, todo, out = set(), [n], set()
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if x.op == "placeholder":
+            out.add(x)
+        todo.extend(x.all_input_nodes)
+    return out
+
+
+def _tree_scan_site(gm: fx.GraphModule, a, path: str) -> TreeScanSite | str:
+    """The layer's tree-scan site, or why it stays per row (the facts; no mutation)."""
+    # (Dynamo gives the layer's parameter placeholders its module stack too: they are inputs, not inside)
+    inside = [n for n in gm.graph.nodes if n.op != "placeholder" and (recurrent_layer(n) or ("",))[0] == path]
+    inside_set = frozenset(inside)
+    outs = [x for x in inside if x in a.tokenfn and a.kind.get(x) == Kind.ROW]
+    if len(outs) != 1:
+        return f"{len(outs)} of its values leave the layer (the tree scan replaces one output)"
+    ext = {x for n in inside for x in n.all_input_nodes if x not in inside_set}
+    packed = [x for x in ext if a.kind.get(x) == Kind.PACKED]
+    if len(packed) != 1 or a.roles.get(packed[0]) != (B, T, None) or a.space.get(packed[0], 0) != 0:
+        return (f"it reads {len(packed)} packed activations ({', '.join(x.name for x in packed)}); the tree scan "
+                f"takes one, [batch, seq, hidden]")
+    phs = [x for x in ext if x.op == "placeholder"]
+    weights = []
+    for name, suffix in _WEIGHT_SUFFIXES:
+        hits = [x for x in phs if x.name.lower().endswith(suffix)]
+        if len(hits) != 1:
+            return f"its weight `{name}` is not one placeholder among its inputs (found {len(hits)})"
+        weights.append(hits[0])
+    for x in ext - set(packed) - set(weights):
+        # the padding mask (``attention_mask[:, -T:]``): the tree scan takes padding from the plan, which was
+        # built from the same mask
+        if x.op == "placeholder" or _placeholder_ancestors(x) - {a.attention_mask}:
+            return f"it reads `{x.name}`, which is neither one of its weights nor the attention mask"
+    qkvz = weights[0]
+    views = [u for n in inside if op_name(n) == "linear" and len(n.args) > 1 and n.args[1] is qkvz
+             for u in n.users if op_name(u) in ("view", "reshape")]
+    view_shape = shape(views[0]) if len(views) == 1 else None
+    if view_shape is None or len(view_shape) != 4 or not isinstance(view_shape[-2], int):
+        return "its q/k/v/z projection is not viewed as [batch, seq, key heads, ...] (the kernel needs that count)"
+    num_k_heads = view_shape[-2]
+    conv_dim, value_dim = shape(weights[2])[0], shape(weights[3])[0] * shape(weights[5])[0]
+    head_k_dim = (conv_dim - value_dim) // (2 * num_k_heads)
+    convs = [n for n in inside if op_name(n) == "conv1d"]
+    silu_after = [u for c in convs for s in c.users for u in s.users if op_name(u) == "silu"]
+    if len(convs) != 1 or len(silu_after) != 1:
+        return "its conv1d is not followed by SiLU (the activation the kernel applies)"
+    eps = [n.args[1] for n in inside if op_name(n) == "add" and (recurrent_layer(n) or ("",))[0] == path
+           and any(op_name(u) == "rsqrt" and _module_path(u).endswith(".norm") for u in n.users)
+           and isinstance(n.args[1], float)]
+    if len(eps) != 1:
+        return "its gated norm's epsilon is not one constant"
+    return TreeScanSite(path, outs[0], packed[0], tuple(weights), inside_set, num_k_heads, head_k_dim, eps[0])
+
+
+def _module_path(n: fx.Node) -> str:
+    stack = list((n.meta.get("nn_module_stack") or {}).values())
+    return re.sub(r"^L\['[^']*'\]\.?", "", str(stack[-1][0])) if stack else ""
+
+
+def tree_scan_sites(gm: fx.GraphModule, a, inner: str) -> tuple[dict, dict]:
+    """({module path: TreeScanSite}, {module path: why it stays per row}) for the layers ``a`` computes per row.
+    The kernel runs Python over the plan (its pieces and depths), so it needs an inner compiler that runs the
+    packed graph's calls as they are (``inner="eager"``)."""
+    sites, per_row = {}, {}
+    for path, cls in per_row_layers(a).items():
+        if inner != "eager":
+            per_row[path] = (f"the tree scan runs Python over the batch's plan, which inner={inner!r} would trace; "
+                             f"use inner='eager' (Qwen3-Next's backward fails under aot_eager in torch 2.13)")
+            continue
+        site = _tree_scan_site(gm, a, path)
+        if isinstance(site, str):
+            per_row[path] = site
+        else:
+            sites[path] = site
+    return sites, per_row

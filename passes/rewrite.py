@@ -22,6 +22,7 @@ from replaycompile import ops
 from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
 from replaycompile.kernels.block_sparse_attention import default_blocks
+from replaycompile.kernels.tree_scan import gated_deltanet_packed
 
 from .nodes import LINEAR, B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
 from .region import GraphAnalysis, is_expand, is_reshape, packed_reshape
@@ -155,7 +156,8 @@ class _Stream:
 
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
-            device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None) -> PackedGraph:
+            device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None,
+            tree_scan: dict | None = None) -> PackedGraph:
     """The packed graph of a graph the analysis accepted (``a.reason is None``); it never declines.
 
     ``attention``/``device``: the tree attention's implementation (``choose_blocks``); with the Triton kernels
@@ -172,8 +174,13 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
 
     ``windows``: attention node -> W, a sliding window the mask check verified at that site; its tree attention
     hides keys W or more columns before the query in the row (the plan's ``columns``), which keeps sharing
-    exact when the window crosses a branch point."""
+    exact when the window crosses a branch point.
+
+    ``tree_scan``: module path -> ``recurrent.TreeScanSite``: those recurrent layers run as one
+    ``tree_scan.gated_deltanet_packed`` call on the packed tokens (their per-row nodes are not copied)."""
     assert a.reason is None, a.reason
+    scan_sites = {s.output: s for s in (tree_scan or {}).values()}
+    scan_inside = {n for s in scan_sites.values() for n in s.inside}
     blocks = choose_blocks(a, attention, device)
     g = fx.Graph()
     row_env: dict = {}
@@ -250,6 +257,16 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             return x
         if x in st.env:
             return st.env[x]
+        if x in scan_sites:
+            # a recurrent layer run on the prefix tree: its packed output straight from its packed input
+            key = (x, sp)
+            if key not in st.rows:
+                site = scan_sites[x]
+                st.rows[key] = g.call_function(
+                    gated_deltanet_packed,
+                    (st.env[site.hidden], *(get_row(w) for w in site.weights), plan["scatter_index"],
+                     plan["gather_index"], plan["seg_q"], site.num_k_heads, site.head_k_dim, site.norm_eps))
+            return st.rows[key]
         r = a.roles.get(x)
         positional = r is not None and T in r and B not in r and BT not in r
         if x in a.tokenfn or positional:
@@ -279,7 +296,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         if n.op in ("placeholder", "output"):
             continue
         k = a.kind.get(n)
-        if k in (Kind.MASK, Kind.INTERNAL):
+        if k in (Kind.MASK, Kind.INTERNAL) or n in scan_inside:
             continue
         if k == Kind.ROW:
             if n in chains:
@@ -382,6 +399,7 @@ def _count_rewrites(gm: fx.GraphModule) -> None:
     count("vocab_gathers", calls.count(ops.replay_gather))
     count("lm_head_chunked_sites", calls.count(_CHUNKED_LOGPROBS))
     count("token_inputs_packed", calls.count(ops.pack_rows))
+    count("recurrent_tree_scan_calls", calls.count(gated_deltanet_packed))
 
 
 def _keeps(n: fx.Node) -> bool:

@@ -52,6 +52,8 @@ _OPTIONS: dict[str, tuple] = {
     "min_shared_tokens": None,  # a non-negative int
     "lm_head": ("auto", "chunked", "plain"),
     "schedule": None,  # a SparrowSchedule (or a path to its JSON): sparse decode steps
+    # recurrent layers (Gated DeltaNet): run on the prefix tree where the tree scan applies, or always per row
+    "recurrent": ("per_row", "tree_scan"),
 }
 
 
@@ -63,6 +65,7 @@ class ReplayOptions:
     min_shared_tokens: int = DEFAULT_MIN_SHARED_TOKENS
     schedule: Any = None
     lm_head: str = "auto"
+    recurrent: str = "per_row"
 
 
 def parse_options(options: dict | None) -> ReplayOptions:
@@ -252,6 +255,8 @@ class ReplayGraph:
         self.name = f"{cid}#{next(_graph_ids)}" if cid is not None else f"#{next(_graph_ids)}"
         self._continuations: dict = {}      # activation inputs (name -> roles) -> _Continuation
         self.per_row_layers: dict = {}      # recurrent layers computed per row: module path -> class name
+        self.tree_scan_layers: dict = {}    # recurrent layers run on the prefix tree: module path -> TreeScanSite
+        self.per_row_why: dict = {}         # module path -> why a layer stays per row under recurrent="tree_scan"
         self._has_attention = False
         self.packed: PackedGraph | None = None
         self.masks: MaskVerifier | None = None  # this graph's mask verification (passes/mask_check.py)
@@ -271,6 +276,9 @@ class ReplayGraph:
                 raise Decline(f"recurrent layer `{path}` ({cls}) is computed per row, which mode='detach_prefix' "
                               f"does not support (its state at the branch point would not be a constant); use "
                               f"mode='exact'")
+            if self.reason is None and self.per_row_layers and opts.recurrent == "tree_scan":
+                self.tree_scan_layers, self.per_row_why = recurrent.tree_scan_sites(gm, self.analysis, opts.inner)
+                self.per_row_layers = {p: c for p, c in self.per_row_layers.items() if p not in self.tree_scan_layers}
             if self.reason is None:
                 ids = example_inputs[[n for n in gm.graph.nodes if n.op == "placeholder"].index(self.analysis.ids)]
                 self._device = ids.device.type if isinstance(ids, torch.Tensor) else "cpu"
@@ -306,13 +314,19 @@ class ReplayGraph:
                 log.warning("replay: %s computed per row (a recurrent layer's state forks at every branch point, "
                             "so its tokens are not shared inside it; exact, and every other layer stays packed)",
                             ", ".join(f"recurrent layer `{p}` ({c})" for p, c in self.per_row_layers.items()))
+                for p, why in self.per_row_why.items():
+                    log.warning("replay: recurrent layer `%s` computed per row, not on the prefix tree: %s", p, why)
+            if self.tree_scan_layers:
+                torch._dynamo.utils.counters["replay"][recurrent.TREE_SCAN_COUNTER] += len(self.tree_scan_layers)
+                log.info("replay: %s run on the prefix tree (each segment's scan starts from its parent's state)",
+                         ", ".join(f"recurrent layer `{p}`" for p in self.tree_scan_layers))
             # a mask causal only within sliding windows rewrites the attentions to apply them
             self.masks = MaskVerifier(gm, self.analysis, on_windows=self._rewrite)
 
     def _rewrite(self, windows: dict | None = None) -> None:
         """The packed graphs (plain and chunked LM head); ``windows``: attention node -> its sliding window."""
         kw = dict(detach_prefix=self.opts.mode == "detach_prefix", attention=self.opts.attention,
-                  device=self._device, windows=windows)
+                  device=self._device, windows=windows, tree_scan=self.tree_scan_layers)
         self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, **kw)
         self.packed_chunked = None
         if self.opts.lm_head != "plain":
@@ -403,6 +417,8 @@ class ReplayGraph:
             recurrent_per_row=list(self.per_row_layers) if applied else [],
             # the positions each of those layers ran on: every row's every column, padding included
             recurrent_tokens_computed=unpacked if applied and self.per_row_layers else 0,
+            # recurrent layers run on the prefix tree (module paths): every packed token once
+            recurrent_tree_scan=list(self.tree_scan_layers) if applied else [],
         ), key=key, graph=self.name)
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):

@@ -46,6 +46,7 @@ class GraphStats:
     lm_head_chunked: int | None = None  # vocabulary gathers run as replaycompile::chunked_logprobs
     recurrent_per_row: list[str] | None = None  # recurrent layers computed per row (module paths): not shared inside
     recurrent_tokens_computed: int | None = None  # the positions those layers ran on (rows x columns, padding too)
+    recurrent_tree_scan: list[str] | None = None  # recurrent layers run on the prefix tree (module paths): shared
     # -- a Sparrow decode step (None for a packing graph)
     sparse_layers: list[int] | None = None
     dense_layers: list[int] | None = None

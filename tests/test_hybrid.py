@@ -204,11 +204,12 @@ def test_aot_eager_fails_on_qwen3_next_without_replay():
 
 
 @pytest.mark.slow
-def test_random_rollout_trees_are_exact(float64_scan):
+@pytest.mark.parametrize("mode", ["per_row", "tree_scan"])
+def test_random_rollout_trees_are_exact(mode, float64_scan):
     """Property: for random rollout batches (prompt groups, trees up to 3 levels deep, duplicate rows, left and
     right padding, pad ids that collide with real ids; tests/strategies.py), the packed step with the Gated
-    DeltaNet per row computes exactly the distinct real prefixes in the packed layers and its outputs at real
-    positions and every gradient equal eager's (float64, the scan in float64)."""
+    DeltaNet per row (or on the prefix tree) computes exactly the distinct real prefixes in the packed layers and
+    its outputs at real positions and every gradient equal eager's (float64, the scan in float64)."""
     from hypothesis import assume, given, settings, strategies
     from strategies import rollout_batches
 
@@ -238,14 +239,14 @@ def test_random_rollout_trees_are_exact(float64_scan):
 
         ref = step(fwd)
         torch._dynamo.reset()
-        got = step(torch.compile(fwd, backend="replay", options=EAGER_INNER))
+        got = step(torch.compile(fwd, backend="replay", options={**EAGER_INNER, "recurrent": mode}))
         st = replaycompile.last_stats()
         expected = unique_prefix_tokens(ids, am)
         if 1 in ids.shape:  # Dynamo specializes size-1 dims: declined, saying so
             assert not st["applied"] and "axis of size 1" in st["fallback_reason"], st["fallback_reason"]
         elif int(valid.sum()) - expected >= 1:
             assert st["applied"], st["fallback_reason"]
-            assert st["recurrent_per_row"] == ["model.layers.1.linear_attn"], st
+            assert st[f"recurrent_{mode}"] == ["model.layers.1.linear_attn"], st
             assert st["tokens_computed"] == expected, (st, expected)
             applied.append(st["recurrent_tokens_computed"])
         else:
@@ -255,3 +256,107 @@ def test_random_rollout_trees_are_exact(float64_scan):
 
     check()
     assert applied, "no example was packed: the property checked nothing"
+
+
+# ------------------------------------------------------------------------------------------------ tree scan
+# recurrent="tree_scan": each Gated DeltaNet runs once on the packed tokens (kernels/tree_scan.py), each piece of
+# the prefix tree's scan starting from its parent's final state; the conv reads each token's window in its row.
+
+TREE_SCAN = {"recurrent": "tree_scan"}
+
+
+def _assert_tree_scanned(st, batch, layers, graphs):
+    ids, am = batch[0], batch[1]
+    assert st["applied"], st
+    assert st["recurrent_tree_scan"] == layers and st["recurrent_per_row"] == [], st
+    assert st["recurrent_tokens_computed"] == 0, st  # no layer ran on the rows
+    assert st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st
+    from replaycompile import ops
+    from replaycompile.kernels.tree_scan import gated_deltanet_packed
+
+    calls = [n.target for n in graphs[0].packed.gm.graph.nodes if n.op == "call_function"]
+    # one call per layer, and nothing replayed to the rows (the per-row nodes are gone)
+    assert calls.count(gated_deltanet_packed) == len(layers) and ops.replay not in calls
+
+
+@pytest.mark.parametrize("lens", [(6, 2, 6, 5, 1), (1, 2, 1, 3)], ids=["group", "completions-shorter-than-conv"])
+def test_qwen3_next_group_runs_the_gated_deltanet_on_the_prefix_tree(lens, caplog, replay_graphs):
+    """A left-padded prompt, completions right-padded (some shorter than the conv's kernel), float32 as shipped:
+    the DeltaNet runs once on the packed tokens (counted, in the stats, no row replay in the packed graph); loss
+    and every gradient within 1e-5 of eager's (the decay parameters against their layer's in_proj_ba gradient:
+    ``_assert_same_step_decay_scaled``; at 1e-5 of themselves in the float64 tree tests)."""
+    model = tiny_model("qwen3_next", layer_types=["linear_attention", "full_attention"], mlp_only_layers=[0, 1])
+    batch = group_batch(lens=lens)
+    before = dict(torch._dynamo.utils.counters["replay"])
+    with caplog.at_level("WARNING", logger="replaycompile"):
+        ref, got, st = _compiled_step(model, batch, **TREE_SCAN)
+    counters = torch._dynamo.utils.counters["replay"]
+    assert counters[recurrent.TREE_SCAN_COUNTER] - before.get(recurrent.TREE_SCAN_COUNTER, 0) == 1
+    assert counters[recurrent.COUNTER] == before.get(recurrent.COUNTER, 0)
+    assert not any("computed per row" in r.getMessage() for r in caplog.records)
+    _assert_tree_scanned(st, batch, ["model.layers.0.linear_attn"], replay_graphs)
+    _assert_same_step_decay_scaled(ref, got)
+
+
+@pytest.mark.parametrize("batch", [
+    pytest.param(lambda: tree_batch(), id="two-level"),
+    pytest.param(lambda: tree_batch(stems=((1, (2, 1)), (2, (1, 3)), (0, (4,)))), id="stems-shorter-than-conv"),
+    pytest.param(lambda: tree_batch(prompt_len=50, stems=((20, (9, 30)), (5, (40, 1)))), id="longer-than-a-chunk"),
+])
+def test_qwen3_next_tree_runs_the_gated_deltanet_on_the_prefix_tree(batch, float64_scan, replay_graphs):
+    """Two-level trees (prompt, stems, tails; stems shorter than the conv kernel; rows past the scan's 64-token
+    chunk): the state forks at each branch point; loss and every gradient equal eager's (float64, the scan in
+    float64: see ``float64_scan``)."""
+    model = tiny_model("qwen3_next", layer_types=["linear_attention", "full_attention"], mlp_only_layers=[0, 1],
+                       dtype=float64_scan)
+    batch = batch()
+    ref, got, st = _compiled_step(model, batch, **TREE_SCAN)
+    _assert_tree_scanned(st, batch, ["model.layers.0.linear_attn"], replay_graphs)
+    assert_same_step(ref, got)
+
+
+@pytest.mark.slow
+def test_qwen3_next_tree_scan_with_attention_first_and_moe_in_float32(replay_graphs):
+    """4 layers (DeltaNet, attention, DeltaNet, attention), the tiny config's MoE layers, float32: both DeltaNets on
+    the prefix tree; every gradient within 1e-5 of eager's, the decay parameters against the scale of their
+    layer's ``in_proj_ba`` gradient (as ``test_qwen3_next_two_level_tree_in_float32``)."""
+    model = tiny_model("qwen3_next", num_hidden_layers=4)
+    batch = tree_batch()
+    ref, got, st = _compiled_step(model, batch, **TREE_SCAN)
+    _assert_tree_scanned(st, batch, ["model.layers.0.linear_attn", "model.layers.2.linear_attn"], replay_graphs)
+    _assert_same_step_decay_scaled(ref, got)
+
+
+def _assert_same_step_decay_scaled(ref, got):
+    """Loss and every gradient within 1e-5 of eager's, relative, the DeltaNets' decay parameters (``A_log``,
+    ``dt_bias``) relative to their layer's ``in_proj_ba`` gradient norm (``test_qwen3_next_two_level_tree_in_float32``
+    says why: in float32 their cancelling sums move with the scan's summation order)."""
+    (l0, g0), (l1, g1) = ref, got
+    torch.testing.assert_close(l1, l0, rtol=1e-5, atol=1e-5)
+    assert g0.keys() == g1.keys()
+    for k in g0:
+        scale = g0[k].norm()
+        if k.endswith((".A_log", ".dt_bias")):
+            scale = g0[k.rsplit(".", 1)[0] + ".in_proj_ba.weight"].norm()
+        err = ((g1[k] - g0[k]).norm() / scale).item()
+        assert err <= 1e-5, f"gradient of {k}: {err:.2e} of {scale:.2e}"
+
+
+def test_tree_scan_stays_per_row_where_it_does_not_apply(caplog, replay_graphs):
+    """Where the tree scan does not apply the layer is computed per row, and the log says why: here a row with a
+    pad between real tokens is handled inside the call (the rows replayed, counted), and an inner compiler that
+    would trace the call's Python keeps the layer per row (the facts, from the analysis)."""
+    model = tiny_model("qwen3_next", layer_types=["linear_attention", "full_attention"], mlp_only_layers=[0, 1])
+    ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
+    am = am.clone()
+    am[1, 5] = 0  # a pad inside one row's prompt
+    before = torch._dynamo.utils.counters["replay"]["recurrent_tree_scan_rows"]
+    ref, got, st = _compiled_step(model, (ids, am, adv, p), **TREE_SCAN)
+    assert st["applied"] and st["recurrent_tree_scan"] == ["model.layers.0.linear_attn"], st
+    assert torch._dynamo.utils.counters["replay"]["recurrent_tree_scan_rows"] - before >= 1
+    assert_same_step(ref, got)
+    rg = replay_graphs[0]
+    sites, why = recurrent.tree_scan_sites(rg.gm, rg.analysis, "aot_eager")
+    assert not sites and "inner='eager'" in why["model.layers.0.linear_attn"], why
+    sites, why = recurrent.tree_scan_sites(rg.gm, rg.analysis, "eager")
+    assert list(sites) == ["model.layers.0.linear_attn"] and not why
