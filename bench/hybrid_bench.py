@@ -1,6 +1,6 @@
 """Packed Qwen3-Next against eager, on a GRPO-shaped step (forward, loss, backward) with G rows sharing a prompt:
-the Gated DeltaNet layers computed per row ("replay", the default) or on the prefix tree ("tree_scan", option
-recurrent="tree_scan"), attention and MLPs packed in both. One process, the three interleaved, medians; loss and
+the Gated DeltaNet layers computed per row ("replay", option recurrent="per_row") or on the prefix tree
+("tree_scan", the default), attention and MLPs packed in both. One process, the three interleaved, medians; loss and
 every gradient compared with eager's; the machine load printed beside the times.
 
     python bench/hybrid_bench.py             # hidden 256, 4 layers (3 Gated DeltaNet : 1 attention, as released)
@@ -51,7 +51,7 @@ def main() -> None:
     g = torch.Generator().manual_seed(0)
     lens = tuple(int(x) for x in torch.randint(args.cmin, args.cmax + 1, (args.G,), generator=g))
     batch = group_batch(prompt_len=args.prompt, lens=lens, vocab=model.config.vocab_size, left_pad=0)
-    compiled = torch.compile(step_loss, backend="replay", options={"inner": "eager"})
+    compiled = torch.compile(step_loss, backend="replay", options={"inner": "eager", "recurrent": "per_row"})
 
     def step_tree(model, ids, am, adv, p):  # its own frame, so Dynamo keeps its compile apart from the per-row one
         return step_loss(model, ids, am, adv, p)

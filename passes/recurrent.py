@@ -18,7 +18,7 @@ Only layer classes whose traced computation was checked to be causal per row (lo
 against eager, flat groups and two-level trees: tests/test_hybrid.py) are computed per row; the others (Mamba,
 RWKV, other linear attentions) keep declining with a reason that names the layer.
 
-The tree scan (option ``recurrent="tree_scan"``) shares the recurrent work too: a layer whose graph has the
+The tree scan (the default, ``recurrent="tree_scan"``) shares the recurrent work too: a layer whose graph has the
 shape the kernel computes (``tree_scan_sites``: one packed input, its seven weights by name, q/k head count,
 SiLU after the conv, the gated norm's epsilon) runs as one ``kernels.tree_scan.gated_deltanet_packed`` call on
 the packed tokens, which the rewrite puts where the layer's output would be gathered back; the layer's per-row

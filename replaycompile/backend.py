@@ -52,8 +52,9 @@ _OPTIONS: dict[str, tuple] = {
     "min_shared_tokens": None,  # a non-negative int
     "lm_head": ("auto", "chunked", "plain"),
     "schedule": None,  # a SparrowSchedule (or a path to its JSON): sparse decode steps
-    # recurrent layers (Gated DeltaNet): run on the prefix tree where the tree scan applies, or always per row
-    "recurrent": ("per_row", "tree_scan"),
+    # recurrent layers (Gated DeltaNet): run on the prefix tree where the tree scan applies (the default; per row
+    # where it does not, with the reason logged), or always per row
+    "recurrent": ("tree_scan", "per_row"),
 }
 
 
@@ -65,7 +66,7 @@ class ReplayOptions:
     min_shared_tokens: int = DEFAULT_MIN_SHARED_TOKENS
     schedule: Any = None
     lm_head: str = "auto"
-    recurrent: str = "per_row"
+    recurrent: str = "tree_scan"
 
 
 def parse_options(options: dict | None) -> ReplayOptions:

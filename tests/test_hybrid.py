@@ -44,6 +44,9 @@ def float64_scan(monkeypatch):
     return torch.float64
 
 
+PER_ROW = {"recurrent": "per_row"}  # the layer computed per row (the default runs it on the prefix tree)
+
+
 def _compiled_step(model, batch, fn=step_loss, **options):
     ref = run(fn, model, *batch)
     got = run(torch.compile(fn, backend="replay", options={**EAGER_INNER, **options}), model, *batch)
@@ -76,7 +79,7 @@ def test_qwen3_next_group_is_packed_with_the_gated_deltanet_per_row(layer_types,
     batch = group_batch(lens=(6, 2, 6, 5, 1))
     before = torch._dynamo.utils.counters["replay"][recurrent.COUNTER]
     with caplog.at_level("WARNING", logger="replaycompile"):
-        ref, got, st = _compiled_step(model, batch)
+        ref, got, st = _compiled_step(model, batch, **PER_ROW)
     _assert_packed_per_row(st, batch, [layer])
     assert torch._dynamo.utils.counters["replay"][recurrent.COUNTER] - before == 1
     assert any(f"`{layer}` (Qwen3NextGatedDeltaNet) computed per row" in r.getMessage() for r in caplog.records)
@@ -108,7 +111,7 @@ def test_qwen3_next_two_level_tree_is_packed_and_exact(impl, float64_scan):
     with a float64 scan; dense MLPs, as grouped_mm takes no float64: the MoE layers are in the float32 test)."""
     model = tiny_model("qwen3_next", impl, num_hidden_layers=4, mlp_only_layers=[0, 1, 2, 3], dtype=float64_scan)
     batch = tree_batch()
-    ref, got, st = _compiled_step(model, batch)
+    ref, got, st = _compiled_step(model, batch, **PER_ROW)
     _assert_packed_per_row(st, batch, ["model.layers.0.linear_attn", "model.layers.2.linear_attn"])
     assert_same_step(ref, got)
 
@@ -125,7 +128,7 @@ def test_qwen3_next_two_level_tree_in_float32():
     by ``test_qwen3_next_two_level_tree_is_packed_and_exact``, with the scan in float64."""
     model = tiny_model("qwen3_next", num_hidden_layers=4)
     batch = tree_batch()
-    (l0, g0), (l1, g1), st = _compiled_step(model, batch)
+    (l0, g0), (l1, g1), st = _compiled_step(model, batch, **PER_ROW)
     _assert_packed_per_row(st, batch, ["model.layers.0.linear_attn", "model.layers.2.linear_attn"])
     torch.testing.assert_close(l1, l0, rtol=1e-5, atol=1e-5)
     assert g0.keys() == g1.keys()
@@ -145,7 +148,7 @@ def test_qwen3_next_two_level_tree_with_a_long_chunked_scan(float64_scan):
                        dtype=float64_scan)
     batch = tree_batch(prompt_len=50, stems=((20, (9, 30)), (5, (40, 1))))
     assert batch[0].shape[1] > 64
-    ref, got, st = _compiled_step(model, batch)
+    ref, got, st = _compiled_step(model, batch, **PER_ROW)
     _assert_packed_per_row(st, batch, ["model.layers.0.linear_attn"])
     assert_same_step(ref, got)
 
@@ -289,7 +292,7 @@ def test_qwen3_next_group_runs_the_gated_deltanet_on_the_prefix_tree(lens, caplo
     batch = group_batch(lens=lens)
     before = dict(torch._dynamo.utils.counters["replay"])
     with caplog.at_level("WARNING", logger="replaycompile"):
-        ref, got, st = _compiled_step(model, batch, **TREE_SCAN)
+        ref, got, st = _compiled_step(model, batch)  # the default options: the tree scan
     counters = torch._dynamo.utils.counters["replay"]
     assert counters[recurrent.TREE_SCAN_COUNTER] - before.get(recurrent.TREE_SCAN_COUNTER, 0) == 1
     assert counters[recurrent.COUNTER] == before.get(recurrent.COUNTER, 0)
