@@ -159,10 +159,8 @@ def gated_deltanet_tree(x: Tensor, w: DeltaNetWeights, d: DeltaNetDims, index: T
 _last_index: list = [None, None, None]  # (scatter_index, kernel_size, TreeScanIndex): one plan, several layers
 
 
-# The packed graph is itself compiled by Dynamo (with the inner backend): run this call as it is, one graph break,
-# rather than trace its Python over the plan (pieces, depths), which breaks the graph at every data-dependent step
-# and recompiles per batch.
-@torch._dynamo.disable
+# The packed graph calls this through ``passes.rewrite.tree_scan_call()`` (Dynamo runs it as it is there); no
+# Dynamo here: importing the kernels must not import Dynamo (and with it Triton).
 def gated_deltanet_packed(x: Tensor, in_proj_qkvz: Tensor, in_proj_ba: Tensor, conv: Tensor, dt_bias: Tensor,
                           A_log: Tensor, norm: Tensor, out_proj: Tensor, scatter_index: Tensor, gather_index: Tensor,
                           seg_q: Tensor, num_k_heads: int, head_k_dim: int, norm_eps: float) -> Tensor:

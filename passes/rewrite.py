@@ -11,6 +11,8 @@ vocabulary projection runs once per unique selected token. A vocabulary gather w
 
 from __future__ import annotations
 
+import functools
+
 import logging
 import operator
 from dataclasses import dataclass, field
@@ -155,6 +157,15 @@ class _Stream:
         self.gath.append(g.call_function(torch.index_select, (self.gath[0], 0, index)))
 
 
+
+@functools.cache
+def tree_scan_call():
+    """``gated_deltanet_packed`` as the packed graph calls it. The packed graph is itself compiled by Dynamo (with the
+    inner backend): it runs this call as it is, one graph break, rather than trace its Python over the plan (pieces,
+    depths), which would break the graph at every data-dependent step and recompile per batch. Wrapped at the first
+    rewrite, not in the kernel module, whose import must not load Dynamo (and with it Triton)."""
+    return torch._dynamo.disable(gated_deltanet_packed)
+
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
             device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None,
             tree_scan: dict | None = None) -> PackedGraph:
@@ -263,7 +274,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             if key not in st.rows:
                 site = scan_sites[x]
                 st.rows[key] = g.call_function(
-                    gated_deltanet_packed,
+                    tree_scan_call(),
                     (st.env[site.hidden], *(get_row(w) for w in site.weights), plan["scatter_index"],
                      plan["gather_index"], plan["seg_q"], site.num_k_heads, site.head_k_dim, site.norm_eps))
             return st.rows[key]
@@ -399,7 +410,7 @@ def _count_rewrites(gm: fx.GraphModule) -> None:
     count("vocab_gathers", calls.count(ops.replay_gather))
     count("lm_head_chunked_sites", calls.count(_CHUNKED_LOGPROBS))
     count("token_inputs_packed", calls.count(ops.pack_rows))
-    count("recurrent_tree_scan_calls", calls.count(gated_deltanet_packed))
+    count("recurrent_tree_scan_calls", calls.count(tree_scan_call()))
 
 
 def _keeps(n: fx.Node) -> bool:

@@ -275,11 +275,11 @@ def _assert_tree_scanned(st, batch, layers, graphs):
     assert st["recurrent_tokens_computed"] == 0, st  # no layer ran on the rows
     assert st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st
     from replaycompile import ops
-    from replaycompile.kernels.tree_scan import gated_deltanet_packed
+    from replaycompile.passes.rewrite import tree_scan_call
 
     calls = [n.target for n in graphs[0].packed.gm.graph.nodes if n.op == "call_function"]
     # one call per layer, and nothing replayed to the rows (the per-row nodes are gone)
-    assert calls.count(gated_deltanet_packed) == len(layers) and ops.replay not in calls
+    assert calls.count(tree_scan_call()) == len(layers) and ops.replay not in calls
 
 
 @pytest.mark.parametrize("lens", [(6, 2, 6, 5, 1), (1, 2, 1, 3)], ids=["group", "completions-shorter-than-conv"])
