@@ -24,8 +24,6 @@ from replaycompile import sparrow
 from replaycompile.retrieval import first_window_start, recall_sequences, weakened_recall_model
 
 
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=16384, help="sequence length: bins up to this KV length")

@@ -27,8 +27,6 @@ from replaycompile.retrieval import KEYS, VALUES, recall_sequences, weakened_rec
 from replaycompile.rollout import DecodeSession
 
 
-
-
 def missed_retrieval_alpha(model) -> float:
     """alpha between dense (the retrieved value's logit a, the other 63 at 0) and a sparse step that missed the
     answer page (every logit 0: the uniform distribution). a = readout weight x the final norm's gain on a

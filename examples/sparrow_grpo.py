@@ -320,7 +320,8 @@ def long_rollouts(args) -> dict:
     throughput = per_context(records, args, schedule, model)
     report = dict(args=vars(args), calibration=dict(seconds=cal_s, seed=calibration_seed(args), rows=cal_seqs.shape[0],
                                                     tokens=cal_seqs.shape[1], schedule=schedule.to_dict(),
-                                                    calibrated=cal is not None, source=source, met=cal.met if cal else [],
+                                                    calibrated=cal is not None, source=source,
+                                                    met=cal.met if cal else [],
                                                     table=cal.table if cal else [], bounds=cal.bounds if cal else []),
                   prompt_seeds=sorted({r["prompt_seed"] for r in records}), steps=records, throughput=throughput,
                   held_out=held, load_average=dict(start=load_start, end=os.getloadavg(), cores=os.cpu_count()))
@@ -392,8 +393,9 @@ def long_report_md(report: dict, args) -> str:
            f"+{cal['schedule']['local_pages']} local; layers {cal['schedule']['dense_layers']} dense). Rollouts: "
            f"{args.steps} steps x contexts {args.contexts}, {args.prompts} held-out prompts x G={args.group} "
            f"(prompt seeds {report['prompt_seeds']}), {args.new_tokens} tokens sampled at temperature 1; dense "
-           f"fed the same tokens, step by step, interleaved. Load average (1 min) {report['load_average']['start'][0]:.1f} "
-           f"at the start, {report['load_average']['end'][0]:.1f} at the end, {report['load_average']['cores']} cores.",
+           f"fed the same tokens, step by step, interleaved. Load average (1 min) "
+           f"{report['load_average']['start'][0]:.1f} at the start, {report['load_average']['end'][0]:.1f} at the "
+           f"end, {report['load_average']['cores']} cores.",
            "",
            "| context | batch | dense ms/step | dense tok/s | Sparrow ms/step | Sparrow tok/s | vs dense | "
            "pages kept/total | attention share | ideal | prefill s |",

@@ -61,6 +61,12 @@ PER_ROW_CLASSES = frozenset({"Qwen3NextGatedDeltaNet"})
 COUNTER = "recurrent_layers_per_row"  # torch._dynamo.utils.counters["replay"][COUNTER]: layers computed per row
 
 
+def _dotted(stack_path) -> str:
+    """A module path of Dynamo's ``nn_module_stack`` (``L['self'].model.layers[0]``-style) as in
+    ``model.named_modules()``."""
+    return re.sub(r"^L\['[^']*'\]\.?", "", str(stack_path))
+
+
 def recurrent_layer(n: fx.Node) -> tuple[str, str, str] | None:
     """(module path as in ``model.named_modules()``, class name, kind) of the innermost recurrent layer whose
     code traced ``n`` (Dynamo's ``nn_module_stack``), or None."""
@@ -68,7 +74,7 @@ def recurrent_layer(n: fx.Node) -> tuple[str, str, str] | None:
         name = getattr(cls, "__name__", str(cls))
         kind = next((k for key, k in RECURRENT_LAYERS if key.lower() in name.lower()), None)
         if kind is not None:
-            return re.sub(r"^L\['[^']*'\]\.?", "", str(path)), name, kind
+            return _dotted(path), name, kind
     return None
 
 
@@ -245,7 +251,7 @@ def _tree_scan_site(gm: fx.GraphModule, a, path: str) -> TreeScanSite | str:
     silu_after = [u for c in convs for s in c.users for u in s.users if op_name(u) == "silu"]
     if len(convs) != 1 or len(silu_after) != 1:
         return "its conv1d is not followed by SiLU (the activation the kernel applies)"
-    eps = [n.args[1] for n in inside if op_name(n) == "add" and (recurrent_layer(n) or ("",))[0] == path
+    eps = [n.args[1] for n in inside if op_name(n) == "add"
            and any(op_name(u) == "rsqrt" and _module_path(u).endswith(".norm") for u in n.users)
            and isinstance(n.args[1], float)]
     if len(eps) != 1:
@@ -255,7 +261,7 @@ def _tree_scan_site(gm: fx.GraphModule, a, path: str) -> TreeScanSite | str:
 
 def _module_path(n: fx.Node) -> str:
     stack = list((n.meta.get("nn_module_stack") or {}).values())
-    return re.sub(r"^L\['[^']*'\]\.?", "", str(stack[-1][0])) if stack else ""
+    return _dotted(stack[-1][0]) if stack else ""
 
 
 def tree_scan_sites(gm: fx.GraphModule, a, inner: str) -> tuple[dict, dict]:

@@ -12,7 +12,6 @@ vocabulary projection runs once per unique selected token. A vocabulary gather w
 from __future__ import annotations
 
 import functools
-
 import logging
 import operator
 from dataclasses import dataclass, field
@@ -157,7 +156,6 @@ class _Stream:
         self.gath.append(g.call_function(torch.index_select, (self.gath[0], 0, index)))
 
 
-
 @functools.cache
 def tree_scan_call():
     """``gated_deltanet_packed`` as the packed graph calls it. The packed graph is itself compiled by Dynamo (with the
@@ -165,6 +163,7 @@ def tree_scan_call():
     depths), which would break the graph at every data-dependent step and recompile per batch. Wrapped at the first
     rewrite, not in the kernel module, whose import must not load Dynamo (and with it Triton)."""
     return torch._dynamo.disable(gated_deltanet_packed)
+
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
             device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None,

@@ -32,7 +32,8 @@ import math
 import torch
 from torch import Tensor
 
-__all__ = ["retrieval_model", "weakened_recall_model", "recall_sequences", "first_window_start", "BOS", "FILLERS", "KEYS", "VALUES", "recall_accuracy"]
+__all__ = ["retrieval_model", "weakened_recall_model", "recall_sequences", "first_window_start", "BOS", "FILLERS",
+           "KEYS", "VALUES", "recall_accuracy"]
 
 BOS = 0
 FILLERS = list(range(1, 16))
