@@ -70,8 +70,8 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, subtree_end: Tensor, seg_q: T
     torch._check(k.shape[2] >= q.shape[2] and v.shape[2] == k.shape[2],
                  lambda: "k and v token counts differ, or fewer keys than queries")
     torch._check(q.shape[3] == k.shape[3], lambda: "q and k head dims differ")
-    torch._check(subtree_end.shape[0] == k.shape[2] or (subtree_end.shape[0] == 0 and k.shape[2] > q.shape[2]),
-                 lambda: "subtree_end length != number of keys (or empty, for queries fewer than keys)")
+    torch._check(subtree_end.shape[0] == k.shape[2] or subtree_end.shape[0] == 0,
+                 lambda: "subtree_end length != number of keys (or empty: the PyTorch path, from the segments)")
     torch._check(seg_q.dim() == 2 and seg_q.shape[1] == 2, lambda: "seg_q must be [S, 2]")
     torch._check(q.dtype == k.dtype == v.dtype, lambda: "q, k, v dtypes differ")
 
@@ -148,20 +148,20 @@ def _use_triton(q: Tensor, k: Tensor, v: Tensor, layout: list) -> bool:
     return why is None
 
 
-def _segments(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor, off: int = 0):
-    """Yield (q_start, q_end, ancestor_ranges) per segment, from one .tolist() each.
+def _segments(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor):
+    """Yield (q_start, q_end, ancestor_ranges, own_start) per segment, from one .tolist() each.
 
-    The last kv range of a segment is its own range (== seg_q[s] + off, in key coordinates); it is not
-    yielded separately since (q_start, q_end) already says it.
+    The last kv range of a segment is its own range, in key coordinates: ``own_start`` .. ``own_start + q_end -
+    q_start`` (queries and keys are the same tokens: ``own_start == q_start``; fewer queries than keys: the
+    queries' tokens among the keys); it is not yielded among the ancestors.
     """
     sq = seg_q.tolist()
     ptr = seg_kv_ptr.tolist()
     ranges = kv_ranges.tolist()
     for s, (qs, qe) in enumerate(sq):
         rs = ranges[ptr[s] : ptr[s + 1]]
-        assert rs and rs[-1][0] == qs + off and rs[-1][1] == qe + off, \
-            "last kv range must be the segment's own range"
-        yield qs, qe, rs[:-1]
+        assert rs and rs[-1][1] - rs[-1][0] == qe - qs, "last kv range must be the segment's own range"
+        yield qs, qe, rs[:-1], rs[-1][0]
 
 
 def _gather(x: Tensor, anc: list, qs: int, qe: int) -> Tensor:
@@ -201,12 +201,11 @@ def _math_block_scores(qb: Tensor, ks: Tensor, n_anc: int, own0: int, scale: flo
 def _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse):
     hq, hkv, dv = q.shape[1], k.shape[1], v.shape[3]
     g = hq // hkv
-    off = k.shape[2] - q.shape[2]
     cdt = torch.promote_types(q.dtype, torch.float32)
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
+    for qs, qe, anc, k0 in _segments(seg_q, seg_kv_ptr, kv_ranges):
         n_anc = sum(b - a for a, b in anc)
-        ks_all = _gather(k, anc, qs + off, qe + off)[0].to(cdt)  # [Hkv, Lk, D]
-        vs_all = _gather(v, anc, qs + off, qe + off)[0].to(cdt)
+        ks_all = _gather(k, anc, k0, k0 + qe - qs)[0].to(cdt)  # [Hkv, Lk, D]
+        vs_all = _gather(v, anc, k0, k0 + qe - qs)[0].to(cdt)
         for c0 in range(qs, qe, _MATH_CHUNK):
             c1 = min(c0 + _MATH_CHUNK, qe)
             lk = n_anc + (c1 - qs)  # later own keys are invisible to this block
@@ -222,12 +221,11 @@ def _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse):
 def _math_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, dq, dk_acc, dv_acc):
     hq, hkv, d = q.shape[1], k.shape[1], q.shape[3]
     g = hq // hkv
-    off = k.shape[2] - q.shape[2]
     cdt = dk_acc.dtype
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
+    for qs, qe, anc, k0 in _segments(seg_q, seg_kv_ptr, kv_ranges):
         n_anc = sum(b - a for a, b in anc)
-        ks_all = _gather(k, anc, qs + off, qe + off)[0].to(cdt)
-        vs_all = _gather(v, anc, qs + off, qe + off)[0].to(cdt)
+        ks_all = _gather(k, anc, k0, k0 + qe - qs)[0].to(cdt)
+        vs_all = _gather(v, anc, k0, k0 + qe - qs)[0].to(cdt)
         dks = torch.zeros_like(ks_all)
         dvs = torch.zeros_like(vs_all)
         for c0 in range(qs, qe, _MATH_CHUNK):
@@ -242,8 +240,8 @@ def _math_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, sc
             dq[0, :, c0:c1] = dqb.reshape(hq, lb, d).to(dq.dtype)
             dks[:, :lk] += dkb
             dvs[:, :lk] += dvb
-        _scatter_add(dk_acc, dks[None], anc, qs + off, qe + off)
-        _scatter_add(dv_acc, dvs[None], anc, qs + off, qe + off)
+        _scatter_add(dk_acc, dks[None], anc, k0, k0 + qe - qs)
+        _scatter_add(dv_acc, dvs[None], anc, k0, k0 + qe - qs)
 
 
 def _scatter_add(acc: Tensor, part: Tensor, anc: list, qs: int, qe: int) -> None:
@@ -274,18 +272,18 @@ def _low_precision(q: Tensor) -> bool:
     return q.dtype in (torch.float16, torch.bfloat16)
 
 
-def _ancestor_groups(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor, off: int):
-    """Yield (g_start, g_end, ancestor_ranges, [(q_start, q_end), ...]) per run of consecutive segments whose
-    ancestor ranges are equal; their queries [g_start, g_end) are contiguous."""
+def _ancestor_groups(seg_q: Tensor, seg_kv_ptr: Tensor, kv_ranges: Tensor):
+    """Yield (g_start, g_end, ancestor_ranges, [(q_start, q_end, own_start), ...]) per run of consecutive segments
+    whose ancestor ranges are equal; their queries [g_start, g_end) are contiguous."""
     group = None
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
+    for qs, qe, anc, k0 in _segments(seg_q, seg_kv_ptr, kv_ranges):
         if group is not None and group[2] == anc and group[1] == qs:
             group[1] = qe
-            group[3].append((qs, qe))
+            group[3].append((qs, qe, k0))
             continue
         if group is not None:
             yield tuple(group)
-        group = [qs, qe, anc, [(qs, qe)]]
+        group = [qs, qe, anc, [(qs, qe, k0)]]
     if group is not None:
         yield tuple(group)
 
@@ -298,11 +296,11 @@ def _ranges(x: Tensor, ranges: list) -> Tensor:
     return torch.cat([x[:, :, a:b] for a, b in ranges], dim=2)
 
 
-def _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse):
-    for g0, g1, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off):
+def _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse):
+    for g0, g1, anc, segs in _ancestor_groups(seg_q, seg_kv_ptr, kv_ranges):
         if not anc:
-            for qs, qe in segs:
-                own = slice(qs + off, qe + off)
+            for qs, qe, k0 in segs:
+                own = slice(k0, k0 + qe - qs)
                 o_s, l_s = _FLASH_CPU(q[:, :, qs:qe], k[:, :, own], v[:, :, own], 0.0, True, scale=scale)
                 out[:, :, qs:qe] = o_s
                 lse[:, :, qs:qe] = l_s
@@ -313,8 +311,8 @@ def _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse):
         in_place = out.dtype == torch.float32 and l_a.dtype == torch.float32
         o_own, l_own = (out[:, :, g0:g1], lse[:, :, g0:g1]) if in_place else (torch.empty_like(o_a),
                                                                                torch.empty_like(l_a))
-        for qs, qe in segs:
-            own = slice(qs + off, qe + off)
+        for qs, qe, k0 in segs:
+            own = slice(k0, k0 + qe - qs)
             o_own[:, :, qs - g0:qe - g0], l_own[:, :, qs - g0:qe - g0] = _FLASH_CPU(
                 q[:, :, qs:qe], k[:, :, own], v[:, :, own], 0.0, True, scale=scale)
         l_m = torch.logaddexp(l_a, l_own)
@@ -327,20 +325,32 @@ def _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse):
         lse[:, :, g0:g1] = l_m
 
 
-def _split_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc):
-    """dk_acc/dv_acc may come uninitialised: the segments' own runs partition the keys [off, Nk), so a first
-    pass writes each of those once (a copy, not zeros plus an add: two passes over the accumulators fewer
-    per layer), the keys before ``off`` are zeroed, and a second pass adds the ancestor groups' parts."""
-    if off:
+def _split_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, dq, dk_acc, dv_acc):
+    """dk_acc/dv_acc may come uninitialised. Where the queries are the last Nq keys' tokens, the segments' own runs
+    partition the keys [off, Nk) (off = Nk - Nq), so a first pass writes each of those once (a copy, not zeros
+    plus an add: two passes over the accumulators fewer per layer), the keys before ``off`` are zeroed, and a
+    second pass adds the ancestor groups' parts. Other query subsets zero the accumulators and add."""
+    off = k.shape[2] - q.shape[2]
+    groups = list(_ancestor_groups(seg_q, seg_kv_ptr, kv_ranges))
+    partition = all(k0 == qs + off for _, _, _, segs in groups for qs, _, k0 in segs)
+    if not partition:
+        dk_acc.zero_()
+        dv_acc.zero_()
+    elif off:
         dk_acc[:, :, :off].zero_()
         dv_acc[:, :, :off].zero_()
-    groups = list(_ancestor_groups(seg_q, seg_kv_ptr, kv_ranges, off))
     for _, _, _, segs in groups:
-        for qs, qe in segs:
-            own = slice(qs + off, qe + off)
-            dq[:, :, qs:qe], dk_acc[:, :, own], dv_acc[:, :, own] = _FLASH_CPU_BWD(
+        for qs, qe, k0 in segs:
+            own = slice(k0, k0 + qe - qs)
+            dq_s, dk_s, dv_s = _FLASH_CPU_BWD(
                 grad_out[:, :, qs:qe], q[:, :, qs:qe], k[:, :, own], v[:, :, own], out[:, :, qs:qe],
                 lse[:, :, qs:qe], 0.0, True, scale=scale)
+            dq[:, :, qs:qe] = dq_s
+            if partition:
+                dk_acc[:, :, own], dv_acc[:, :, own] = dk_s, dv_s
+            else:
+                dk_acc[:, :, own] += dk_s
+                dv_acc[:, :, own] += dv_s
     for g0, g1, anc, _ in groups:
         if anc:
             dq_a, dk_a, dv_a = _FLASH_CPU_BWD(grad_out[:, :, g0:g1], q[:, :, g0:g1], _ranges(k, anc),
@@ -361,17 +371,17 @@ def _split_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, s
 # the math form here.
 
 
-def _window_chunks(seg_q, seg_kv_ptr, kv_ranges, off, pos: list, window: int):
+def _window_chunks(seg_q, seg_kv_ptr, kv_ranges, pos: list, window: int):
     """Yield (c0, c1, key_ranges) per query chunk [c0, c1): the key ranges (key coordinates) its queries can see,
     ancestors trimmed to the window of query c0 and the own run up to c1."""
     import bisect
 
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
+    for qs, qe, anc, k0 in _segments(seg_q, seg_kv_ptr, kv_ranges):
         for c0 in range(qs, qe, _MATH_CHUNK):
             c1 = min(c0 + _MATH_CHUNK, qe)
-            ranges = [*anc, (qs + off, c1 + off)]
+            ranges = [*anc, (k0, k0 + c1 - qs)]
             if window > 0:
-                lo = pos[c0 + off] - window + 1
+                lo = pos[k0 + c0 - qs] - window + 1
                 ranges = [(bisect.bisect_left(pos, lo, a, b), b) for a, b in ranges]
                 ranges = [(a, b) for a, b in ranges if a < b]
             yield c0, c1, ranges
@@ -403,14 +413,14 @@ def _chunk_scores(qb: Tensor, ks: Tensor, vis: Tensor, scale: float, softcap: fl
 def _windowed_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, positions, window, softcap, out, lse):
     hq, hkv, dv = q.shape[1], k.shape[1], v.shape[3]
     g = hq // hkv
-    off = k.shape[2] - q.shape[2]
     pos_t = _positions_list(positions, k.shape[2])
     pos = pos_t.tolist()
     flash = _use_flash(q, v) and softcap <= 0
     cdt = torch.promote_types(q.dtype, torch.float32)
-    for c0, c1, ranges in _window_chunks(seg_q, seg_kv_ptr, kv_ranges, off, pos, window):
+    for c0, c1, ranges in _window_chunks(seg_q, seg_kv_ptr, kv_ranges, pos, window):
         kpos = torch.cat([pos_t[a:b] for a, b in ranges])
-        vis = _window_visible(kpos, pos_t[c0 + off:c1 + off], window).to(q.device)
+        # the chunk's queries are the last c1 - c0 keys of its own range
+        vis = _window_visible(kpos, pos_t[ranges[-1][1] - (c1 - c0):ranges[-1][1]], window).to(q.device)
         ks, vs = _ranges(k, ranges), _ranges(v, ranges)
         if flash:
             bias = torch.zeros(vis.shape, dtype=q.dtype, device=q.device).masked_fill_(~vis, float("-inf"))
@@ -432,15 +442,15 @@ def _windowed_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges
                        softcap, dq, dk_acc, dv_acc):
     hq, hkv, d = q.shape[1], k.shape[1], q.shape[3]
     g = hq // hkv
-    off = k.shape[2] - q.shape[2]
     pos_t = _positions_list(positions, k.shape[2])
     pos = pos_t.tolist()
     flash = _use_flash(q, v) and softcap <= 0
     cdt = dk_acc.dtype
     lse_k = lse.to(torch.promote_types(q.dtype, torch.float32))
-    for c0, c1, ranges in _window_chunks(seg_q, seg_kv_ptr, kv_ranges, off, pos, window):
+    for c0, c1, ranges in _window_chunks(seg_q, seg_kv_ptr, kv_ranges, pos, window):
         kpos = torch.cat([pos_t[a:b] for a, b in ranges])
-        vis = _window_visible(kpos, pos_t[c0 + off:c1 + off], window).to(q.device)
+        # the chunk's queries are the last c1 - c0 keys of its own range
+        vis = _window_visible(kpos, pos_t[ranges[-1][1] - (c1 - c0):ranges[-1][1]], window).to(q.device)
         ks, vs = _ranges(k, ranges), _ranges(v, ranges)
         if flash:
             bias = torch.zeros(vis.shape, dtype=q.dtype, device=q.device).masked_fill_(~vis, float("-inf"))
@@ -498,10 +508,12 @@ def tree_attention(
     scaled visible scores). ``subtree_end`` is accepted for the schema/spec but
     the computation follows the segment CSR.
 
-    Fewer queries than keys (q [1, Hq, Nq, D], k and v [1, Hkv, Nk, .], Nq < Nk): the queries are the last Nq
-    keys' tokens. ``seg_q`` is in query coordinates, ``kv_ranges`` in key coordinates (a segment's own range is
-    its query range + Nk - Nq), ``subtree_end`` may be empty, and the PyTorch path runs. detach_prefix uses it
-    for the branch tokens, whose keys are the shared tokens' (computed without autograd) followed by their own.
+    Fewer queries than keys (q [1, Hq, Nq, D], k and v [1, Hkv, Nk, .], Nq < Nk): the queries are Nq of the keys'
+    tokens. ``seg_q`` is in query coordinates, ``kv_ranges`` in key coordinates, and each segment's last range
+    (its own run, seen causally) holds its queries' tokens, as many as its queries; ``subtree_end`` may be
+    empty, and the PyTorch path runs. detach_prefix uses it for the branch tokens (the last Nq keys: the shared
+    tokens' keys, computed without autograd, come first); the last layer's queries run only at the tokens the
+    loss reads (``plan.ReplayPlan.query_segments``).
 
     ``window`` W > 0: key k is visible to query q only if ``positions[k] >= positions[q] - W + 1``, with
     ``positions`` [Nk] each key token's column in its row (queries: the last Nq). ``softcap`` c > 0: scores are
@@ -569,14 +581,13 @@ def _attend(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, b
     if not _use_flash(q, v):
         _math_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse)
         return out, lse
-    off = k.shape[2] - n
-    if off or not _low_precision(q):
-        _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, off, out, lse)
+    if k.shape[2] != n or not _low_precision(q):
+        _split_forward(q, k, v, seg_q, seg_kv_ptr, kv_ranges, scale, out, lse)
         return out, lse
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
+    for qs, qe, anc, k0 in _segments(seg_q, seg_kv_ptr, kv_ranges):
         q_s = q[:, :, qs:qe]
-        k_s = _gather(k, anc, qs + off, qe + off)
-        v_s = _gather(v, anc, qs + off, qe + off)
+        k_s = _gather(k, anc, k0, k0 + qe - qs)
+        v_s = _gather(v, anc, k0, k0 + qe - qs)
         if anc:
             n_anc = k_s.shape[2] - (qe - qs)
             bias = _segment_bias(n_anc, qe - qs, q.dtype, q.device)
@@ -659,14 +670,13 @@ def tree_attention_backward(
         return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
     # the kernel wants its logsumexp in the accumulation dtype (float64 for float64)
     lse_k = lse.to(torch.promote_types(q.dtype, torch.float32))
-    off = k.shape[2] - q.shape[2]
-    if off or not _low_precision(q):
-        _split_backward(grad_out, q, k, v, out, lse_k, seg_q, seg_kv_ptr, kv_ranges, scale, off, dq, dk_acc, dv_acc)
+    if k.shape[2] != q.shape[2] or not _low_precision(q):
+        _split_backward(grad_out, q, k, v, out, lse_k, seg_q, seg_kv_ptr, kv_ranges, scale, dq, dk_acc, dv_acc)
         return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
-    for qs, qe, anc in _segments(seg_q, seg_kv_ptr, kv_ranges, off):
+    for qs, qe, anc, k0 in _segments(seg_q, seg_kv_ptr, kv_ranges):
         q_s = q[:, :, qs:qe]
-        k_s = _gather(k, anc, qs + off, qe + off)
-        v_s = _gather(v, anc, qs + off, qe + off)
+        k_s = _gather(k, anc, k0, k0 + qe - qs)
+        v_s = _gather(v, anc, k0, k0 + qe - qs)
         args = (grad_out[:, :, qs:qe], q_s, k_s, v_s, out[:, :, qs:qe], lse_k[:, :, qs:qe], 0.0)
         if anc:
             bias = _segment_bias(k_s.shape[2] - (qe - qs), qe - qs, q.dtype, q.device)
@@ -675,8 +685,8 @@ def tree_attention_backward(
             dq_s, dk_s, dv_s = _FLASH_CPU_BWD(*args, True, scale=scale)
         # dk_s/dv_s are already summed over each kv head's query-head group
         dq[:, :, qs:qe] = dq_s
-        _scatter_add(dk_acc, dk_s, anc, qs + off, qe + off)
-        _scatter_add(dv_acc, dv_s, anc, qs + off, qe + off)
+        _scatter_add(dk_acc, dk_s, anc, k0, k0 + qe - qs)
+        _scatter_add(dv_acc, dv_s, anc, k0, k0 + qe - qs)
     return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)
 
 

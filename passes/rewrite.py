@@ -27,6 +27,7 @@ from replaycompile.kernels.tree_scan import gated_deltanet_packed
 
 from .nodes import LINEAR, B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
 from .region import GraphAnalysis, is_expand, is_reshape, packed_reshape
+from .selected_tokens import selected_only, token_axis
 
 log = logging.getLogger("replaycompile")
 
@@ -68,8 +69,10 @@ class PackedGraph:
     blocks: tuple[int, int] | None  # (block_q, block_k) of the tree's block layout (Triton attention), or None
     # the packed graph's inputs after the original ones, by name, in order: the plan's (PLAN_INPUTS, or
     # SPLIT_INPUTS for detach_prefix), "layout" (six tensors) when ``blocks``, then per slice of the sequence
-    # axis "slice" (its index and scatter; detach_prefix: index_s, index_r, scatter), then per chunked LM head
-    # ("pairs", space) (per stream: the flat (b, k) of each valid pair and the packed row it reads)
+    # axis "slice" (its index and scatter; detach_prefix: index_s, index_r, scatter), then
+    # ("query_segments", space) where attention runs its queries at that slice's tokens only (the segment CSR of
+    # ``plan.query_segments``), then per chunked LM head ("pairs", space) (per stream: the flat (b, k) of each
+    # valid pair and the packed row it reads)
     extra_inputs: tuple = ()
     lm_head_sites: int = 0          # vocabulary gathers run as the chunked LM head ("pairs" inputs, at the end)
     lm_head_vocab: int = 0          # their vocabulary size (0: none)
@@ -78,6 +81,10 @@ class PackedGraph:
     # (output index, bdim, tdim) of each output that is a whole-batch packed value, replayed: the next graph of
     # a forward may pack it again (continuation)
     row_outputs: tuple = ()
+    # packed nodes of the batch's space run on a slice's tokens only (passes/selected_tokens.py), and the
+    # attention sites among them (their queries at those tokens, keys and values at all)
+    selected_nodes: int = 0
+    selected_attention: int = 0
 
     def inputs(self, args, plan, split=None) -> list:
         """The packed graph's inputs after the original ``args``, in ``extra_inputs`` order, from the batch's
@@ -92,6 +99,7 @@ class PackedGraph:
         scatters = [src.scatter_index]
         sizes = [plan.num_packed]
         sel_shared: dict = {}                # slice space -> its selected shared tokens (detach_prefix)
+        sel_index: dict = {}                 # slice space -> its selected tokens (indices into space 0)
         out = []
         for what in self.extra_inputs:
             if what == "plan":
@@ -106,6 +114,9 @@ class PackedGraph:
                 scatters.append(sel[-1])
                 sizes.append(sum(int(x.shape[0]) for x in sel[:-1]))
                 sel_shared[len(sizes) - 1] = int(sel[0].shape[0])
+                sel_index[len(sizes) - 1] = sel[0]
+            elif what[0] == "query_segments":
+                out.extend(plan.query_segments(sel_index[what[1]]))
             elif what[0] == "pairs":
                 sp = what[1]
                 if split is None:
@@ -167,7 +178,7 @@ def tree_scan_call():
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
             device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None,
-            tree_scan: dict | None = None) -> PackedGraph:
+            tree_scan: dict | None = None, prune: bool = True) -> PackedGraph:
     """The packed graph of a graph the analysis accepted (``a.reason is None``); it never declines.
 
     ``attention``/``device``: the tree attention's implementation (``choose_blocks``); with the Triton kernels
@@ -187,7 +198,13 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     exact when the window crosses a branch point.
 
     ``tree_scan``: module path -> ``recurrent.TreeScanSite``: those recurrent layers run as one
-    ``tree_scan.gated_deltanet_packed`` call on the packed tokens (their per-row nodes are not copied)."""
+    ``tree_scan.gated_deltanet_packed`` call on the packed tokens (their per-row nodes are not copied).
+
+    ``prune``: values read only at a slice's tokens (``selected_tokens.selected_only``: the last layer's queries,
+    attention output and MLP, where the loss reads its positions) run on those tokens alone; the attention among
+    them reads all keys with the queries of those tokens (the plan's ``query_segments``, "query_segments" in
+    ``extra_inputs``). Exact mode on the PyTorch attention path only (the Triton kernels take queries and keys
+    at the same tokens; detach_prefix's two streams keep their own layout)."""
     assert a.reason is None, a.reason
     scan_sites = {s.output: s for s in (tree_scan or {}).values()}
     scan_inside = {n for s in scan_sites.values() for n in s.inside}
@@ -217,6 +234,16 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             st.add_slice(g, g.placeholder(f"rc_sub{sl.space}_index_{st.name}"))
         scat.append(g.placeholder(f"rc_sub{sl.space}_scatter"))
         extra.append("slice")
+    sites = {s.node: s for s in a.attention}
+    sel, sel_space = {}, None
+    if prune and not detach_prefix and blocks is None:
+        excluded = set(scan_sites) | scan_inside | set(windows or {}) | set(a.token_index) | \
+            set(a.inverse_aranges) | set(a.sorted_keys) | set(a.segments)
+        sel, sel_space = selected_only(a, sites, excluded)
+    if sel:
+        qseg = [g.placeholder(f"rc_sub{sel_space}_qseg_{i}") for i in range(3)]
+        extra.append(("query_segments", sel_space))
+        no_subtree_sel = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
     chains = lm_head_chains(gm, a) if chunked_lm_head else {}
     pairs = {}
     for i, (gather, (h, _, _, _)) in enumerate(chains.items()):
@@ -301,7 +328,22 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                                                 st.gath[0], st.cols[0]))
             st.env[p] = no_grad(v, p) if st.no_grad else v
 
-    sites = {s.node: s for s in a.attention}
+    def to_selected(x, st: _Stream):
+        """A value as a node computed on the selected tokens (space ``sel_space``) reads it."""
+        if not isinstance(x, fx.Node):
+            return x
+        if x in sel:
+            return st.env[x]
+        if x in st.env or x in scan_sites:
+            key = (x, "selected")
+            if key not in st.rows:
+                v = st.env[x] if x in st.env else get_packed(x, 0, st)
+                axis = token_axis(a, x)
+                st.rows[key] = v if axis is None else g.call_function(
+                    torch.index_select, (v, axis, st.sub_index[sel_space - 1]))
+            return st.rows[key]
+        return get_packed(x, sel_space, st)
+
     for n in old_nodes:
         if n.op in ("placeholder", "output"):
             continue
@@ -327,6 +369,21 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 get_row(n)
             continue
         sp = a.space[n]
+        if n in sel:
+            st = streams[0]
+            if n in sites:  # queries at the selected tokens, keys and values at all
+                s = sites[n]
+                sinks = None if s.sinks is None else get_row(s.sinks)
+                tail = (None, 0, s.softcap, sinks) if sinks is not None else (None, 0, s.softcap) if s.softcap \
+                    else ()
+                res = g.call_function(torch.ops.replaycompile.tree_attention.default,
+                                      (to_selected(s.q, st), st.env[s.k], st.env[s.v], no_subtree_sel, *qseg,
+                                       s.scale, [], 0, 0) + tail)
+                st.env[n] = g.call_function(operator.getitem, (res, 0))
+            else:
+                st.env[n] = _emit_packed(g, n, a, lambda x, st=st: to_selected(x, st), st.n_tok[sel_space],
+                                         st.sub_index, sel)
+            continue
         if n in sites:
             s = sites[n]
             window = (windows or {}).get(n, 0)
@@ -369,7 +426,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             st.env[n] = g.call_function(operator.getitem, (res, 0))
             continue
         for st in streams:
-            st.env[n] = _emit_packed(g, n, a, lambda x, st=st: get_packed(x, sp, st), st.n_tok[sp], st.sub_index)
+            st.env[n] = _emit_packed(g, n, a, lambda x, st=st: get_packed(x, sp, st), st.n_tok[sp], st.sub_index,
+                                     sel)
 
     out_node = next(x for x in old_nodes if x.op == "output")
     g.output(fx.node.map_arg(out_node.args[0], get_row))
@@ -381,8 +439,22 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     bound_nodes = [x for sb in bounds for x in sb if isinstance(x, fx.Node)]
     _count_rewrites(new_gm)
     count("sequence_slices_repacked", len(bounds))
+    n_sel_attention = sum(1 for x in sel if x in sites)
+    if sel:
+        count("selected_only_nodes", len(sel))
+        count("attention_queries_selected", n_sel_attention)
+        log.info("replay: %d values run only at the %s's selected tokens, %d attention(s) among them with queries "
+                 "there only (nothing else reads them at the other tokens)", len(sel), _slice_name(a, sel_space),
+                 n_sel_attention)
     return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab, bounds,
-                       subgraph_module(gm, bound_nodes) if bound_nodes else None, _row_outputs(out_node, a))
+                       subgraph_module(gm, bound_nodes) if bound_nodes else None, _row_outputs(out_node, a),
+                       len(sel), n_sel_attention)
+
+
+def _slice_name(a: GraphAnalysis, space: int) -> str:
+    sl = next(s for s in a.slices if s.space == space)
+    return f"slice `{sl.node.name}`"
+
 
 
 def _row_outputs(out_node: fx.Node, a: GraphAnalysis) -> tuple:
@@ -557,7 +629,9 @@ def _gather_args(n: fx.Node):
     return base, dim, index
 
 
-def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_index) -> fx.Node:
+def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_index, selected=()) -> fx.Node:
+    """``n`` on the packed tokens, its inputs through ``arg``; ``selected``: nodes already computed on the
+    tokens of their slice (a slice of one of them is just its full slice)."""
     roles = a.roles[n]
     out_shape = shape(n)
     if is_reshape(n):
@@ -592,7 +666,7 @@ def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_inde
                 new_idx.append(slice(None) if br[d] in (B, T, BT) else x)
                 d += 1
         out = g.call_function(operator.getitem, (arg(base), fx.node.map_arg(tuple(new_idx), arg)))
-        if sl is not None:
+        if sl is not None and base not in selected:
             out = g.call_function(torch.index_select, (out, roles.index(T), sub_index[sl.space - 1]))
         return out
     new = g.node_copy(n, arg)

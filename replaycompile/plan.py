@@ -95,6 +95,40 @@ class ReplayPlan:
             uniq = uniq[:-1]
         return uniq.to(torch.int64), inv.to(torch.int64).reshape(sub.shape)
 
+    def query_segments(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The segment CSR (``seg_q``, ``seg_kv_ptr``, ``kv_ranges``) of tree attention whose queries are only the
+        packed tokens ``index`` (sorted, as ``select_columns`` gives them) and whose keys are all N tokens.
+
+        Each run of selected tokens that are consecutive within one segment becomes a segment of the result: it
+        sees its segment's ancestors and the segment's tokens before the run in full, and the run causally
+        (its own range, in key coordinates; queries in coordinates of ``index``)."""
+        i64 = torch.int64
+        index = index.to(i64)
+        m = int(index.shape[0])
+        seg_of = torch.searchsorted(self.seg_q[:, 0].contiguous(), index, right=True) - 1
+        brk = torch.ones(m, dtype=torch.bool)
+        brk[1:] = (index[1:] != index[:-1] + 1) | (seg_of[1:] != seg_of[:-1])
+        starts = torch.nonzero(brk).reshape(-1).tolist()
+        ptr = self.seg_kv_ptr.tolist()
+        ranges = self.kv_ranges.tolist()
+        idx, segs = index.tolist(), seg_of.tolist()
+        seg_q, kv, kv_ptr = [], [], [0]
+        for i, j in zip(starts, starts[1:] + [m]):
+            a, s = idx[i], segs[i]
+            qs = ranges[ptr[s + 1] - 1][0]  # the segment's own range starts here
+            anc = [list(r) for r in ranges[ptr[s]:ptr[s + 1] - 1]]
+            if a > qs:  # the segment's tokens before the run: seen in full
+                if anc and anc[-1][1] == qs:
+                    anc[-1][1] = a
+                else:
+                    anc.append([qs, a])
+            kv.extend(anc)
+            kv.append([a, a + j - i])
+            kv_ptr.append(len(kv))
+            seg_q.append([i, j])
+        return (torch.tensor(seg_q, dtype=i64).reshape(-1, 2), torch.tensor(kv_ptr, dtype=i64),
+                torch.tensor(kv, dtype=i64).reshape(-1, 2))
+
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from replaycompile.kernels.tree_attention import tree_attention
 from replaycompile.kernels.tree_attention_reference import tree_attention_reference
+from strategies import rollout_batches
 from trees import build_tree, make_qkv, random_segs
 
 # no block layout: the PyTorch (CPU flash / math) path; the Triton path is tested in test_block_sparse.py
@@ -372,3 +373,64 @@ def test_fewer_queries_than_keys_is_the_suffix_of_the_tree(dv, dtype):
     torch.library.opcheck(torch.ops.replaycompile.tree_attention.default,
                           (qr, kk, vv, torch.empty(0, dtype=torch.long), split.seg_q_r, split.seg_kv_ptr_r,
                            split.kv_ranges_r, 0.3, *TORCH_PATH))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=rollout_batches(), data=st.data(),
+       path=st.sampled_from(["flash", "math", "window", "bf16"]))
+def test_query_subset_is_those_rows_of_the_tree(batch, data, path):
+    """Queries at any sorted subset of the packed tokens (the last layer's queries at the tokens the loss reads),
+    keys at all of them, with ``plan.query_segments``: out, lse and the gradients equal the dense reference's
+    rows for those queries, on the flash path (ancestor groups and own runs), the math path (head dims differ),
+    a sliding window (positions: the plan's columns) and bfloat16 (whose per-segment masked path is for equal
+    query and key counts only)."""
+    from replaycompile.kernels.block_sparse_reference import masked_attention_reference
+    from replaycompile.kernels.tree_attention_reference import tree_visibility_mask
+    from replaycompile.plan import build_plan
+
+    ids, am, pos = batch
+    plan = build_plan(ids, am, pos)
+    n = plan.num_packed
+    if n == 0:
+        return
+    keep = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    index = torch.tensor([i for i in range(n) if keep[i]], dtype=torch.long)
+    if index.numel() == 0:
+        return
+    dtype = torch.bfloat16 if path == "bf16" else torch.float32
+    dv = 6 if path == "math" else 8
+    window = 3 if path == "window" else 0
+    positions = plan.columns if window else None
+    q, k, v = make_qkv(n, 4, 2, 8, dv, dtype, 3)
+    qs = q[:, :, index].detach().clone().requires_grad_()
+    kk, vv = k.detach().clone().requires_grad_(), v.detach().clone().requires_grad_()
+    segs = plan.query_segments(index)
+    out, lse = tree_attention(qs, kk, vv, torch.empty(0, dtype=torch.long), *segs, 0.3, *TORCH_PATH,
+                              positions, window)
+    vis = tree_visibility_mask(plan.subtree_end, positions, window)
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    ref, ref_lse = masked_attention_reference(q64, k64, v64, vis[None], 0.3)
+    _close("out", dtype, out, ref[:, :, index])
+    _close("lse", dtype, lse, ref_lse[:, :, index])
+    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(5)).to(dtype)
+    got = torch.autograd.grad(out, (qs, kk, vv), go)
+    want = torch.autograd.grad(ref[:, :, index], (q64, k64, v64), go.double())
+    _close("dq", dtype, got[0], want[0][:, :, index])
+    _close("dk", dtype, got[1], want[1])
+    _close("dv", dtype, got[2], want[2])
+
+
+def test_query_subset_opcheck():
+    """The op's registration (fake, autograd) holds for a query subset whose own runs do not cover the keys."""
+    from replaycompile.plan import build_plan
+
+    ids = torch.tensor([[5, 6, 7, 1, 2, 3], [5, 6, 7, 1, 4, 9], [5, 6, 7, 8, 8, 0]])
+    am = (ids > 0).long()
+    plan = build_plan(ids, am)
+    index = torch.tensor([2, 4, 5, 7])
+    q, k, v = make_qkv(plan.num_packed, 4, 2, 8, 8, torch.float32, 2)
+    qs = q[:, :, index].detach().clone().requires_grad_()
+    kk, vv = k.detach().requires_grad_(), v.detach().requires_grad_()
+    torch.library.opcheck(torch.ops.replaycompile.tree_attention.default,
+                          (qs, kk, vv, torch.empty(0, dtype=torch.long), *plan.query_segments(index), 0.3,
+                           *TORCH_PATH))

@@ -1,0 +1,83 @@
+"""Which packed values the step reads only at the tokens of a slice of the sequence axis.
+
+After the analysis, a slice of the sequence axis (the loss's ``logits[:, P-1:-1]``, or ``logits_to_keep``, moved
+before the LM head by ``sink_slices``) packs the selected tokens again: a new packed space. Everything after it
+runs on those tokens only, but the per-token ops before it still run on all N packed tokens, though some of
+their results are read only at the selected ones: in the last decoder layer, the prompt's query projection,
+attention output, output projection, MLP and final norm feed nothing but the slice. Only the last layer's keys
+and values are read at every token (by the selected queries).
+
+``selected_only`` finds those values: a packed value of the whole batch (space 0) whose every use is the slice
+itself, a per-token op that is again selected-only, or the query of an attention that is selected-only. The
+rewrite then computes them on the selected tokens alone, which is exact: the tokens dropped are read by nothing.
+"""
+
+from __future__ import annotations
+
+import torch.fx as fx
+
+from .nodes import BT, Kind, T
+from .region import GraphAnalysis
+
+
+def token_axis(a: GraphAnalysis, x: fx.Node) -> int | None:
+    """The token axis of a packed value (its T or flattened B*T dim), or None."""
+    r = a.roles.get(x)
+    if r is None:
+        return None
+    if T in r:
+        return r.index(T)
+    if BT in r:
+        return r.index(BT)
+    return None
+
+
+def selected_only(a: GraphAnalysis, sites: dict, excluded: set) -> tuple[dict, int | None]:
+    """(packed node -> the slice space whose tokens are all its uses read, that space) for the space-0 nodes
+    that can run on the tokens of one slice space alone; ({}, None) when none can.
+
+    ``sites``: attention node -> its ``AttentionSite``; ``excluded``: nodes that must run on every token
+    (attention with a sliding window, recurrent layers and their insides, MoE routing values that index the token
+    axis). Per-token ops are the packed nodes other than attention and those: by construction a packed value at
+    a token depends only on values at that token, except through attention."""
+    slice_space = {sl.node: sl.space for sl in a.slices}
+    nodes = [n for n in a.kind if a.kind[n] == Kind.PACKED]
+    graph_order = {n: i for i, n in enumerate(nodes[0].graph.nodes)} if nodes else {}
+    sel: dict = {}
+    for x in sorted(nodes, key=graph_order.__getitem__, reverse=True):
+        if a.space.get(x) != 0 or x in excluded or token_axis(a, x) is None or not x.users:
+            continue
+        spaces = set()
+        for u in x.users:
+            if u in slice_space and u.args and u.args[0] is x and x not in _flat(u.args[1:]) and \
+                    a.kind.get(u) == Kind.PACKED:
+                spaces.add(slice_space[u])
+            elif u in sites and u in sel and _only_query(sites[u], x):
+                spaces.add(sel[u])
+            elif u not in sites and u in sel:
+                spaces.add(sel[u])
+            else:
+                spaces = None
+                break
+        if spaces is not None and len(spaces) == 1:
+            sel[x] = spaces.pop()
+    if not any(x in sites for x in sel):
+        return {}, None   # without an attention on the selected tokens the gain is a few per-token ops: keep it simple
+    targets = set(sel.values())
+    if len(targets) != 1:
+        # values selected for different slices: keep those of the slice the attention's queries serve
+        s = next(sel[x] for x in sel if x in sites)
+        sel = {x: sp for x, sp in sel.items() if sp == s}
+    return sel, next(iter(sel.values()))
+
+
+def _only_query(site, x: fx.Node) -> bool:
+    """``x`` enters the attention only as its query."""
+    return site.q is x and x not in (site.k, site.v, site.mask, site.sinks) and \
+        sum(1 for y in _flat(site.node.args) + list(site.node.kwargs.values()) if y is x) <= 1
+
+
+def _flat(args) -> list:
+    out = []
+    fx.node.map_aggregate(args, out.append)
+    return out
