@@ -336,7 +336,9 @@ def flop_counts(cfg, batch, head_rows_replay: int | None = None) -> dict:
     padded (eager_keep): B*T tokens, B*T*T pairs (the [B, 1, T, T] mask is applied to every pair), B*(C+1) rows
     rows:          sum n_i tokens, sum n_i^2/2 pairs, sum (c_i + 1) rows
     ideal (tree):  the N_u distinct tokens, each seeing its depth + 1 keys (its ancestors), head on the distinct
-                   rows of the loss's slice (what replay computes; the minimum for an exact step)"""
+                   rows of the loss's slice; in the last layer only those rows' tokens run their queries, attention
+                   and MLP, the others only their keys and values (what replay computes; the minimum for an exact
+                   step)"""
     from replaycompile.plan import build_plan
 
     ids, am, _, old = batch
@@ -351,14 +353,18 @@ def flop_counts(cfg, batch, head_rows_replay: int | None = None) -> dict:
     P = T - C
     n = am.sum(1).tolist()
     plan = build_plan(ids, am)
-    head = head_rows_replay if head_rows_replay is not None else int(plan.select_columns(P - 1, T - 1)[0].numel())
+    selected = plan.select_columns(P - 1, T - 1)[0]
+    head = head_rows_replay if head_rows_replay is not None else int(selected.numel())
     nu = plan.num_packed
     pairs = float((plan.columns.double() + 1).sum())
+    pairs_last = float((plan.columns[selected].double() + 1).sum())  # the last layer's: selected queries only
+    f_layer, f_kv = f_tok / L, 2 * 2 * h * kd
     return dict(
         padded_keep=3 * (B * T * f_tok + B * T * T * f_pair + B * (C + 1) * 2 * h * V),
         padded_full=3 * (B * T * f_tok + B * T * T * f_pair + B * T * 2 * h * V),
         rows=3 * (sum(n) * f_tok + sum(x * x / 2 for x in n) * f_pair + sum(x - P + 1 for x in n) * 2 * h * V),
-        ideal=3 * (nu * f_tok + pairs * f_pair + head * 2 * h * V),
+        ideal=3 * ((nu * (L - 1) + selected.numel()) * f_layer + (nu - selected.numel()) * f_kv
+                   + (pairs * (L - 1) + pairs_last) * f_pair / L + head * 2 * h * V),
         tokens_in=int(am.sum()), tokens_unique=nu, head_rows=head)
 
 

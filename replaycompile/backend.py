@@ -248,6 +248,7 @@ class ReplayGraph:
         self._packed_fns: dict = {}         # PackedGraph id -> its compiled function
         self.packed_chunked: PackedGraph | None = None  # the same with the chunked LM head, where one fuses
         self._lm_head_ran = 0               # chunked LM-head sites the last packed call ran
+        self._selected_ran = (0, 0)         # (attention sites, values) the last packed call ran at a slice's tokens
         self._inner = _CountingBackend(opts.inner)
         self._inner_packed = _CountingBackend(opts.inner, fx_graph_cache=False)
         cid = torch._guards.CompileContext.current_compile_id()
@@ -414,6 +415,8 @@ class ReplayGraph:
             attention=self._attention_ran if applied else None,
             shared_no_grad=split.num_shared if applied and split is not None else None,
             lm_head_chunked=self._lm_head_ran if applied else 0,
+            queries_selected=self._selected_ran[0] if applied else 0,
+            selected_only_values=self._selected_ran[1] if applied else 0,
             # recurrent layers computed per row (module paths): their tokens are not shared inside them
             recurrent_per_row=list(self.per_row_layers) if applied else [],
             # the positions each of those layers ran on: every row's every column, padding included
@@ -483,6 +486,7 @@ class ReplayGraph:
         else:
             extra = packed.inputs(args, plan, split)
         self._lm_head_ran = packed.lm_head_sites
+        self._selected_ran = (packed.selected_attention, packed.selected_nodes)
         out, failed = self._run_packed(packed, args, extra, dev)
         if failed is not None:  # compiling the packed graph failed: fall back for good, correct results first
             self.reason = failed
@@ -599,6 +603,7 @@ class ReplayGraph:
             cont.reason = failed
             return self._continued_fallback(cont.reason, args, batch)
         self._lm_head_ran = 0
+        self._selected_ran = (cont.packed.selected_attention, cont.packed.selected_nodes)
         _tag_outputs(out, cont.packed.row_outputs, batch)
         self._stats(True, None, plan, args, key=batch, continued=True)
         return out

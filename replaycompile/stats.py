@@ -44,6 +44,10 @@ class GraphStats:
     attention: str | None = None  # the attention path that ran ("triton", "torch", ...), None when unpacked
     shared_no_grad: int | None = None  # detach_prefix: the tokens that ran without autograd (the shared ones)
     lm_head_chunked: int | None = None  # vocabulary gathers run as replaycompile::chunked_logprobs
+    # attention sites whose queries ran only at the tokens a slice reads (the last layer's, where the loss reads its
+    # positions: passes/selected_tokens.py), and the packed values computed there only
+    queries_selected: int | None = None
+    selected_only_values: int | None = None
     recurrent_per_row: list[str] | None = None  # recurrent layers computed per row (module paths): not shared inside
     recurrent_tokens_computed: int | None = None  # the positions those layers ran on (rows x columns, padding too)
     recurrent_tree_scan: list[str] | None = None  # recurrent layers run on the prefix tree (module paths): shared

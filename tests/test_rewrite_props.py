@@ -124,3 +124,38 @@ def test_random_graphs_are_exact(case):
     assert ref[1].keys() == got[1].keys()
     for k in ref[1]:
         torch.testing.assert_close(got[1][k], ref[1][k], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+@settings(max_examples=10)
+@given(nets_and_batches(), st.integers(1, 4))
+def test_random_graphs_read_at_a_slice_are_exact(case, cut):
+    """The loss reads the head's output at columns ``cut:`` only: the values after the last attention (and its
+    queries) run at those columns' tokens alone (passes/selected_tokens.py), and outputs and gradients still
+    equal eager's."""
+    ops, seed, ids, am = case
+    net = RandomNet(ops, seed)
+    use_mask = "attn_masked" in ops
+    if not use_mask:
+        ids.masked_fill_(am == 0, 0)
+    args = (ids, am) if use_mask else (ids,)
+    cut = min(cut, ids.shape[1] - 1)
+    w = torch.randn(*ids.shape, VOCAB, generator=torch.Generator().manual_seed(seed))[:, cut:]
+    valid = (am.bool() if use_mask else torch.ones_like(am, dtype=torch.bool))[:, cut:]
+
+    def step(f):
+        net.zero_grad()
+        out = f(*args)
+        (out * w * valid[..., None]).sum().backward()
+        return out.detach(), {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}
+
+    ref = step(lambda *a: net(*a)[:, cut:])
+    torch._dynamo.reset()
+    got = step(torch.compile(lambda *a: net(*a)[:, cut:], backend="replay", options=AOT))
+    st_ = replaycompile.last_stats()
+    if st_["applied"] and cut > 0:
+        assert st_["queries_selected"] == 1 and st_["selected_only_values"] > 0, st_
+    torch.testing.assert_close(got[0][valid], ref[0][valid], rtol=1e-5, atol=1e-5)
+    assert ref[1].keys() == got[1].keys()
+    for k in ref[1]:
+        torch.testing.assert_close(got[1][k], ref[1][k], rtol=1e-4, atol=1e-5)
