@@ -14,9 +14,10 @@ rewrite then computes them on the selected tokens alone, which is exact: the tok
 
 from __future__ import annotations
 
+import torch
 import torch.fx as fx
 
-from .nodes import BT, Kind, T
+from .nodes import BT, Kind, T, val
 from .region import GraphAnalysis
 
 
@@ -42,10 +43,34 @@ def selected_only(a: GraphAnalysis, sites: dict, excluded: set) -> tuple[dict, i
     a token depends only on values at that token, except through attention."""
     slice_space = {sl.node: sl.space for sl in a.slices}
     nodes = [n for n in a.kind if a.kind[n] == Kind.PACKED]
-    graph_order = {n: i for i, n in enumerate(nodes[0].graph.nodes)} if nodes else {}
+    order = sorted(nodes, key={n: i for i, n in enumerate(nodes[0].graph.nodes)}.__getitem__,
+                   reverse=True) if nodes else []
+    blocked = set(excluded)
+    while True:
+        sel = _select(a, sites, order, slice_space, blocked)
+        # a value computed on the selected tokens reads the others there (an index_select of their token axis),
+        # which a tuple (``torch.chunk``'s, when only one of its parts is selected) has not: such a reader runs
+        # on every token, and the search runs again without it
+        tuple_readers = {x for x in sel for y in x.all_input_nodes
+                         if y not in sel and a.space.get(y) == 0 and not isinstance(val(y), torch.Tensor)}
+        if not tuple_readers:
+            break
+        blocked |= tuple_readers
+    if not any(x in sites for x in sel):
+        return {}, None   # without an attention on the selected tokens the gain is a few per-token ops: keep it simple
+    targets = set(sel.values())
+    if len(targets) != 1:
+        # values selected for different slices: keep those of the slice the attention's queries serve
+        s = next(sel[x] for x in sel if x in sites)
+        sel = {x: sp for x, sp in sel.items() if sp == s}
+    return sel, next(iter(sel.values()))
+
+
+def _select(a: GraphAnalysis, sites: dict, order: list, slice_space: dict, blocked: set) -> dict:
+    """One pass over the packed nodes, users before inputs: node -> the slice space its uses read."""
     sel: dict = {}
-    for x in sorted(nodes, key=graph_order.__getitem__, reverse=True):
-        if a.space.get(x) != 0 or x in excluded or token_axis(a, x) is None or not x.users:
+    for x in order:
+        if a.space.get(x) != 0 or x in blocked or token_axis(a, x) is None or not x.users:
             continue
         spaces = set()
         for u in x.users:
@@ -61,14 +86,7 @@ def selected_only(a: GraphAnalysis, sites: dict, excluded: set) -> tuple[dict, i
                 break
         if spaces is not None and len(spaces) == 1:
             sel[x] = spaces.pop()
-    if not any(x in sites for x in sel):
-        return {}, None   # without an attention on the selected tokens the gain is a few per-token ops: keep it simple
-    targets = set(sel.values())
-    if len(targets) != 1:
-        # values selected for different slices: keep those of the slice the attention's queries serve
-        s = next(sel[x] for x in sel if x in sites)
-        sel = {x: sp for x, sp in sel.items() if sp == s}
-    return sel, next(iter(sel.values()))
+    return sel
 
 
 def _only_query(site, x: fx.Node) -> bool:

@@ -36,6 +36,20 @@ def test_last_layer_queries_run_at_the_loss_tokens(family, step):
     assert_same_step(ref, got, rtol=1e-6)  # the loss takes float32 log-softmax
 
 
+def test_a_query_chunked_with_its_gate_runs_at_the_loss_tokens():
+    """Qwen3-Next's attention chunks one projection into query and output gate (a tuple): with eager attention the
+    gate is read at the selected tokens while the chunk is not, so the search leaves the gate on every token (it
+    once index-selected the tuple, and the packed graph failed to compile) and still prunes the rest, exactly.
+    Float32: transformers' eager Qwen3-Next attention returns NaN on a padded float64 batch."""
+    model = tiny_model("qwen3_next", "eager", layer_types=["full_attention"] * 2, mlp_only_layers=[0, 1])
+    ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
+    ref = run(step_loss, model, ids, am, adv, p)
+    got = run(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["queries_selected"] == 1 and st["selected_only_values"] > 10, st
+    assert_same_step(ref, got)
+
+
 def test_values_read_at_every_token_stay_on_every_token():
     """The loss also reads the final hidden states at every position: nothing of the last layer may be dropped,
     and the step is still exact."""
