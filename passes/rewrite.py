@@ -456,7 +456,6 @@ def _slice_name(a: GraphAnalysis, space: int) -> str:
     return f"slice `{sl.node.name}`"
 
 
-
 def _row_outputs(out_node: fx.Node, a: GraphAnalysis) -> tuple:
     out = out_node.args[0]
     out = out if isinstance(out, (tuple, list)) else (out,)
