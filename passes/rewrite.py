@@ -363,7 +363,13 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             if n in a.boundaries and _is_vocab_gather(n, a):
                 base, dim, index = _gather_args(n)
                 sp = a.space[base]
-                row_env[n] = g.call_function(ops.replay_gather, (full(base, sp), scat[sp], get_row(index)))
+                x = _fused_log_softmax_input(base, a)
+                if x is not None and all(x in st.env for st in streams):
+                    # the log-softmax is read only here: fused with the gather (its [N, V] output never exists)
+                    row_env[n] = g.call_function(ops.replay_log_softmax_gather, (full(x, sp), scat[sp],
+                                                                                 get_row(index)))
+                else:
+                    row_env[n] = g.call_function(ops.replay_gather, (full(base, sp), scat[sp], get_row(index)))
                 continue
             if n not in row_env:
                 get_row(n)
@@ -477,7 +483,8 @@ def _count_rewrites(gm: fx.GraphModule) -> None:
     count("packed_graphs")
     count("attention_sites_rewritten", calls.count(_TREE_ATTENTION))
     count("replays_inserted", calls.count(ops.replay))
-    count("vocab_gathers", calls.count(ops.replay_gather))
+    count("vocab_gathers", calls.count(ops.replay_gather) + calls.count(ops.replay_log_softmax_gather))
+    count("vocab_gathers_log_softmax_fused", calls.count(ops.replay_log_softmax_gather))
     count("lm_head_chunked_sites", calls.count(_CHUNKED_LOGPROBS))
     count("token_inputs_packed", calls.count(ops.pack_rows))
     count("recurrent_tree_scan_calls", calls.count(tree_scan_call()))
@@ -530,6 +537,20 @@ def _log_softmax_input(n: fx.Node):
     x = n.args[0]
     rank = len(shape(x) or ())
     if dtype is not None or dim not in (-1, rank - 1) or not isinstance(x, fx.Node):
+        return None
+    return x
+
+
+def _fused_log_softmax_input(base: fx.Node, a: GraphAnalysis):
+    """x where the vocabulary gather's ``base`` is ``log_softmax(x, -1)`` read by that gather alone, packed in
+    the same space, in float32 or float64 (the same dtype in and out: not an autocast upcast), so that
+    ``ops.replay_log_softmax_gather`` can take x in its place; else None."""
+    x = _log_softmax_input(base) if isinstance(base, fx.Node) else None
+    if x is None or not _single_user(base) or a.kind.get(x) != Kind.PACKED or a.space.get(x) != a.space.get(base):
+        return None
+    vx, vb = val(x), val(base)
+    if not (isinstance(vx, torch.Tensor) and isinstance(vb, torch.Tensor) and vx.dtype == vb.dtype
+            and vx.dtype in (torch.float32, torch.float64) and vx.shape == vb.shape):
         return None
     return x
 

@@ -59,3 +59,43 @@ def replay_gather(x: torch.Tensor, scatter: torch.Tensor, index: torch.Tensor) -
     out = rows[idx, index]
     return torch.where(valid, out, out.new_zeros(()))
 
+
+
+class _LogSoftmaxGather(torch.autograd.Function):
+    """``replay_gather(x.log_softmax(-1), scatter, index)`` as the target logit minus the row's log-sum-exp.
+
+    Why not autograd's own: the backward of ``log_softmax`` then ``replay_gather`` scatters the pairs' gradients
+    into a zero-filled [N, V] buffer, sums each of its rows and reads it again with the saved [N, V] log-softmax:
+    four vocabulary-sized passes (plus the forward's [N, V] log-softmax, written only to be gathered). Here the
+    forward keeps only the per-row log-sum-exp, and the backward is ``-G_r * softmax`` (G_r: row r's pairs'
+    gradients summed), one pointwise pass over the logits that the inner compiler fuses, plus each pair's
+    gradient added at its (row, target). Same math as the reference to rounding (log-softmax subtracts the max
+    and the log of the sum in two steps, this in one): a few ulp, not a different result."""
+
+    @staticmethod
+    def forward(ctx, x, scatter, index):
+        n = x.shape[1]
+        rows = x[0]
+        lse = torch.logsumexp(rows, -1)
+        valid = (scatter < n).unsqueeze(-1).expand_as(index)
+        r = scatter.clamp(max=n - 1).unsqueeze(-1).expand_as(index)
+        out = torch.where(valid, rows[r, index] - lse[r], rows.new_zeros(()))
+        ctx.save_for_backward(rows, lse, r, index, valid)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        rows, lse, r, index, valid = ctx.saved_tensors
+        g = torch.where(valid, grad, grad.new_zeros(()))  # padded pairs read nothing, so they send nothing back
+        per_row = lse.new_zeros(lse.shape).index_put((r,), g, accumulate=True)
+        d = -(per_row.unsqueeze(-1) * torch.exp(rows - lse.unsqueeze(-1)))
+        d = d.index_put((r, index), g, accumulate=True)
+        return d.unsqueeze(0), None, None
+
+
+def replay_log_softmax_gather(x: torch.Tensor, scatter: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``replay_gather(x.log_softmax(-1), scatter, index)`` (its specification) with one vocabulary-sized pass in
+    backward instead of four, and no [N, V] log-softmax in forward (``_LogSoftmaxGather``). x is packed
+    [1, N, V] in float32 or float64 (the rewrite uses it only there: in bf16 the two-step rounding of
+    log-softmax is not this one's)."""
+    return _LogSoftmaxGather.apply(x, scatter, index)

@@ -110,6 +110,8 @@ def test_whole_step_packs_the_vocabulary_projection():
     assert c["slices_sunk"] >= 1 and c["packed_graphs"] == 1
     # the vocabulary projection's input is the re-packed slice, not the replayed [B, T, H] tensor
     assert c["sequence_slices_repacked"] == 1 and c["vocab_gathers"] == 1
+    # the loss reads the log-softmax only at its targets: fused with the gather (one vocabulary pass in backward)
+    assert c["vocab_gathers_log_softmax_fused"] == 1
 
 
 def test_packed_log_probs_equal_eager_and_are_zero_at_padding():

@@ -1,12 +1,15 @@
 """replaycompile/ops.py, the index ops the rewrite inserts: ``pack_rows`` (row layout -> packed tokens),
 ``replay`` (packed -> row layout, zeros at pads; its backward sums every row's gradient of a shared token into
-the one packed row) and ``replay_gather`` (``replay(x).gather(-1, index)`` without the [B, T, V] tensor).
+the one packed row), ``replay_gather`` (``replay(x).gather(-1, index)`` without the [B, T, V] tensor) and
+``replay_log_softmax_gather`` (``replay_gather(x.log_softmax(-1), ...)`` with its own one-pass backward).
 Plain torch functions, not custom ops: checked against their definitions and with gradcheck."""
 
 from __future__ import annotations
 
 import torch
 from helpers import group_batch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replaycompile import ops
 from replaycompile.plan import build_plan
@@ -84,3 +87,57 @@ def test_replay_gather_equals_replay_then_gather():
     ref = ops.replay(packed, plan.scatter_index, 0, 1).gather(-1, index)
     torch.testing.assert_close(got, ref, rtol=0, atol=0)
     assert torch.autograd.gradcheck(lambda x: ops.replay_gather(x, plan.scatter_index, index), (packed,))
+
+
+@st.composite
+def _pairs(draw):
+    """Packed logits [1, N, V] and (row, target) pairs [B, K, j] over them: pads (scatter == N), rows read by
+    several pairs with the same target (a shared token) and with different ones (a branch point), targets
+    repeated within a row's j."""
+    n, vocab = draw(st.integers(1, 6)), draw(st.integers(2, 9))
+    b, k, j = draw(st.integers(1, 4)), draw(st.integers(1, 5)), draw(st.integers(1, 2))
+    seed = draw(st.integers(0, 2**16))
+    g = torch.Generator().manual_seed(seed)
+    x = (3 * torch.randn(1, n, vocab, generator=g, dtype=torch.float64)).requires_grad_()
+    scatter = torch.randint(0, n + 1, (b, k), generator=g)  # n: a pad
+    index = torch.randint(0, vocab, (b, k, j), generator=g)
+    return x, scatter, index
+
+
+@settings(max_examples=40, deadline=None)
+@given(_pairs())
+def test_log_softmax_gather_equals_its_specification(case):
+    """Values and gradients (a random upstream gradient, pads' entries included: they must send nothing back)
+    equal ``replay_gather(x.log_softmax(-1), ...)`` in float64, and gradcheck holds."""
+    x, scatter, index = case
+    got = ops.replay_log_softmax_gather(x, scatter, index)
+    ref = ops.replay_gather(x.log_softmax(-1), scatter, index)
+    torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
+    w = torch.randn_like(ref)
+    (g_got,) = torch.autograd.grad((got * w).sum(), x)
+    (g_ref,) = torch.autograd.grad((ref * w).sum(), x)
+    torch.testing.assert_close(g_got, g_ref, rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda t: ops.replay_log_softmax_gather(t, scatter, index), (x,))
+
+
+def test_log_softmax_gather_compiles_whole_and_matches_in_float32():
+    """Dynamo traces the autograd.Function into the graph (no graph break: a break would run the vocabulary
+    passes eagerly, the slowdown this op exists to remove), and the compiled float32 values and gradient equal
+    the reference's to float32 rounding."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    g = torch.Generator().manual_seed(0)
+    x = (4 * torch.randn(1, 7, 50, generator=g)).requires_grad_()
+    scatter = torch.tensor([[0, 1, 2, 7], [0, 1, 3, 4], [0, 5, 6, 7]])
+    index = torch.randint(0, 50, (3, 4, 1), generator=g)
+    fn = torch.compile(lambda t: ops.replay_log_softmax_gather(t, scatter, index).sum(), backend="aot_eager",
+                       fullgraph=True)
+    got = fn(x)
+    (g_got,) = torch.autograd.grad(got, x)
+    ref = ops.replay_gather(x.log_softmax(-1), scatter, index).sum()
+    (g_ref,) = torch.autograd.grad(ref, x)
+    assert sum(counters["graph_break"].values()) == 0
+    torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(g_got, g_ref, rtol=1e-6, atol=1e-6)
