@@ -29,8 +29,12 @@ LM head over R projected rows (logits R x V):
                               through the row's backward (bench/long_context.py holds it, as a loop would)
     eager (full logits)       G T V + 2 G C V: at the slice's backward a fresh G x T x V gradient, with two
                               G x C x V gradients (log-softmax's and the gather's) still alive
-    replay, lm_head="plain"   2 M V: inductor keeps the M x V logits of the unique predicting rows (M = sum c_i,
-                              the unique tokens of the loss's slice) and allocates their gradient beside them
+    replay, lm_head="plain"   M V: inductor keeps the M x V logits of the unique predicting rows (M = sum c_i,
+                              the unique tokens of the loss's slice) and, where the loss reads them through
+                              log_softmax(-1).gather (ops.replay_log_softmax_gather), writes their gradient into
+                              that buffer (a saved tensor AOT autograd donates to the backward); 2 M V under
+                              detach_prefix, whose logits are the two streams' concatenated (the gradient is
+                              allocated beside them)
     replay, lm_head="chunked" (``replaycompile::chunked_logprobs``) min(k, M) V in fp32 for chunks of k rows (k as
                               passes/rewrite.py picks it: the power of two at or below 64 MiB / (4 V), at most
                               4096): one chunk's logits at a time (softmax and gradient computed in place), plus
@@ -175,7 +179,7 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
         if lm_head == "auto":
             lm_head = lm_head_auto(M, m.V)
         if lm_head == "plain":
-            out["head"] = 2 * M * m.V * b
+            out["head"] = (1 if mode == "exact" else 2) * M * m.V * b
         elif lm_head == "chunked":
             k = min(lm_head_chunk_rows(m.V), M)
             # one chunk's buffer (logits, then softmax and gradient in place), the V x h weight-gradient
