@@ -38,7 +38,13 @@ def test_monotone_and_ordered():
             memory.predict_peak_bytes(cfg, 8, 1024, comps, variant=v)
     p = 16384
     pk = {v: memory.predict_peak_bytes(cfg, 8, p, comps, variant=v) for v in memory.VARIANTS}
-    assert pk["eager"] > pk["eager_keep"] > pk["replay"] >= pk["replay_detach"]
+    assert pk["eager"] > pk["eager_keep"] > pk["replay"]
+    # detach_prefix saves the prompt's activations; its LM head keeps the logits and their gradient (2 M V), where
+    # exact mode writes the gradient into the logits (M V: the fused log-softmax gather), so at this tiny width,
+    # where the head dominates, its total can pass exact's (as measured: 144 MB against 98 MB below)
+    ex, de = (memory.breakdown(cfg, 8, p, comps, mode=m) for m in ("exact", "detach_prefix"))
+    assert de["activations"] + de["kv"] + de["shared_transient"] < ex["activations"]
+    assert de["head"] == 2 * ex["head"]
     assert pk["eager_keep"] > pk["eager_rows"]
     # eager_rows holds one row at a time: more rows of the same length cost nothing more
     assert memory.predict_peak_bytes(cfg, 16, p, [300] * 16, variant="eager_rows") == pk["eager_rows"]
