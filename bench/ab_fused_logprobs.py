@@ -3,7 +3,7 @@
 
     python bench/ab_fused_logprobs.py [workload (default tree)] [reps (default 5)] [other harness systems...]
 """
-import importlib.util, sys, pathlib, os, time, statistics
+import importlib.util, sys, pathlib, os, statistics
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(pathlib.Path(__file__).resolve().parents[1] / ".torchinductor_cache"))
 import torch
 path = pathlib.Path(__file__).resolve().parent / "harness.py"

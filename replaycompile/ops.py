@@ -60,7 +60,6 @@ def replay_gather(x: torch.Tensor, scatter: torch.Tensor, index: torch.Tensor) -
     return torch.where(valid, out, out.new_zeros(()))
 
 
-
 class _LogSoftmaxGather(torch.autograd.Function):
     """``replay_gather(x.log_softmax(-1), scatter, index)`` as the target logit minus the row's log-sum-exp.
 
