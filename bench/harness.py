@@ -29,6 +29,7 @@ import json
 import math
 import os
 import pathlib
+import resource
 import platform
 import statistics
 import subprocess
@@ -467,18 +468,30 @@ def run_workload(w, systems, model, ctx, args, bar, emit):
     peaks = {n: 0 for n in steps}
     recompiles = {n: 0 for n in steps}
     names = list(steps)
+    kernel = {n: [] for n in steps}
     for rep in range(args.reps):
         batch = w.batch(V, rep, ctx.device)
         order = names[rep % max(len(names), 1):] + names[:rep % max(len(names), 1)]
         for n in order:
             gc.collect()
             g0 = _graphs_compiled()
-            with _peak(ctx.device) as pk:
-                _, dt = run_step(steps[n], model, batch, ctx.device)
+            # timed bare: the heap sampler's thread (every 0.5 ms) slowed both replay and Prefix Grouper by a
+            # third on 2 cores, so the peak is taken on a step of its own below
+            ru0 = resource.getrusage(resource.RUSAGE_SELF)
+            _, dt = run_step(steps[n], model, batch, ctx.device)
+            ru1 = resource.getrusage(resource.RUSAGE_SELF)
             times[n].append(dt)
-            peaks[n] = max(peaks[n], pk.delta)
+            kernel[n].append((ru1.ru_stime - ru0.ru_stime, ru1.ru_minflt - ru0.ru_minflt))
             recompiles[n] += _graphs_compiled() - g0
         bar.set_postfix_str(f"{w.name} rep {rep + 1}/{args.reps}")
+    batch = w.batch(V, 0, ctx.device)
+    for n in names:  # the in-step peak: one untimed step per system, under the sampler
+        gc.collect()
+        g0 = _graphs_compiled()
+        with _peak(ctx.device) as pk:
+            run_step(steps[n], model, batch, ctx.device)
+        peaks[n] = pk.delta
+        recompiles[n] += _graphs_compiled() - g0
     med = {n: statistics.median(t) for n, t in times.items() if t}
     base_name = "eager_keep" if "eager_keep" in med else "eager_rows" if "eager_rows" in med else None
     for s in systems:
@@ -489,7 +502,9 @@ def run_workload(w, systems, model, ctx, args, bar, emit):
                    flop_ideal_vs_rows=flops["rows"] / flops["ideal"], **info.get(s.name, {}))
         if s.name in med:
             rec.update(step_s=med[s.name], times=times[s.name], peak_bytes_in_process=peaks[s.name],
-                       recompiles_timed=recompiles[s.name])
+                       recompiles_timed=recompiles[s.name],
+                       kernel_cpu_s=statistics.median(k[0] for k in kernel[s.name]),
+                       minor_faults=statistics.median(k[1] for k in kernel[s.name]))
             rec["compile_s"] = (max(0.0, rec["first_call_s"] - med[s.name]) if s.compiled else 0.0)
             for b in BASELINES + ("eager_rows",):
                 if b in med:
@@ -556,7 +571,8 @@ def measure_in_subprocess(system, workload, args):
 
 def settings(device: str) -> dict:
     env = {k: os.environ.get(k) for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX",
-                                          "LD_PRELOAD", "OMP_NUM_THREADS", "PYTORCH_CUDA_ALLOC_CONF")}
+                                          "LD_PRELOAD", "OMP_NUM_THREADS", "PYTORCH_CUDA_ALLOC_CONF",
+                                          "THP_MEM_ALLOC_ENABLE")}
     out = dict(torch=torch.__version__, python=platform.python_version(), device=device,
                threads=torch.get_num_threads(), interop_threads=torch.get_num_interop_threads(),
                cpus=os.cpu_count(), allocator=("CUDA caching allocator" if device == "cuda" else "glibc malloc"),
@@ -572,6 +588,14 @@ def settings(device: str) -> dict:
 
 def _fmt_x(x):
     return f"{x:.2f}x" if x is not None else "-"
+
+
+def _kernel(r):
+    """The step's CPU time in the kernel (summed over threads) and its minor page faults: what the allocator's
+    fresh pages cost a system (on CPU; a GPU's caching allocator has no such cost)."""
+    if r.get("kernel_cpu_s") is None:
+        return "-"
+    return f"{r['kernel_cpu_s']:.2f} ({r['minor_faults'] / 1e3:.0f}K)"
 
 
 def _mb(b):
@@ -592,38 +616,40 @@ def markdown(records, sett) -> str:
                   f"tokens in {r0['flops']['tokens_in']}, distinct {r0['flops']['tokens_unique']} (token ratio "
                   f"{r0['token_ratio']:.2f}x); FLOP ideal {r0['flop_ideal_vs_keep']:.2f}x over eager logits_to_keep,"
                   f" {r0['flop_ideal_vs_rows']:.2f}x over row by row", "",
-                  "| system | step s (median) | vs eager | vs logits_to_keep | vs inductor | vs Prefix Grouper | "
-                  "efficiency | peak MB (in step) | peak MB (own process) | first call s | recompiles | loss rel | "
-                  "grad rel | user lines |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| system | step s (median) | kernel s (page faults) | vs eager | vs logits_to_keep | vs inductor | "
+                  "vs Prefix Grouper | efficiency | peak MB (in step) | peak MB (own process) | first call s | "
+                  "recompiles | loss rel | grad rel | user lines |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
             if "step_s" not in r:
-                lines.append(f"| {r['label']} | skipped: {r.get('skipped', '?')} |||||||||||||")
+                lines.append(f"| {r['label']} | skipped: {r.get('skipped', '?')} ||||||||||||||")
                 continue
             eff = (f"{100 * r['efficiency']:.0f}%" + ("" if r["efficiency_baseline"] == "eager_keep" else " (rows)")
                    if r.get("efficiency") is not None else "-")
             st = r.get("stats") or {}
             note = "" if not st or st.get("applied") else f" (not packed: {st.get('fallback_reason')})"
             lines.append(
-                f"| {r['label']}{note} | {r['step_s']:.3f} | {_fmt_x(r.get('vs_eager'))} | "
+                f"| {r['label']}{note} | {r['step_s']:.3f} | {_kernel(r)} | {_fmt_x(r.get('vs_eager'))} | "
                 f"{_fmt_x(r.get('vs_eager_keep'))} | {_fmt_x(r.get('vs_inductor'))} | "
                 f"{_fmt_x(r.get('vs_prefix_grouper'))} | {eff} | {_mb(r.get('peak_bytes_in_process'))} | "
                 f"{_mb(r.get('peak_bytes_subprocess'))} | {r['first_call_s']:.1f} | {r.get('recompiles_timed', 0)} | "
                 f"{r['loss_rel']:.1e} | {r['grad_rel_worst']:.1e} | {r['user_lines']} |"
                 if "loss_rel" in r else
-                f"| {r['label']}{note} | {r['step_s']:.3f} | {_fmt_x(r.get('vs_eager'))} | "
+                f"| {r['label']}{note} | {r['step_s']:.3f} | {_kernel(r)} | {_fmt_x(r.get('vs_eager'))} | "
                 f"{_fmt_x(r.get('vs_eager_keep'))} | {_fmt_x(r.get('vs_inductor'))} | "
                 f"{_fmt_x(r.get('vs_prefix_grouper'))} | {eff} | {_mb(r.get('peak_bytes_in_process'))} | "
                 f"{_mb(r.get('peak_bytes_subprocess'))} | {r['first_call_s']:.1f} | {r.get('recompiles_timed', 0)} | "
                 f"- | - | {r['user_lines']} |")
         lines.append("")
-    lines += ["Columns: medians over interleaved reps, a new batch (new T) every rep; ratios are the baseline's "
-              "median over the system's; efficiency = measured speedup over eager logits_to_keep (or row by row, "
-              "marked, where the padded batch passes the memory cap) / the FLOP-ideal speedup (the distinct "
-              "tokens, their ancestors' keys, the distinct head rows); peak = malloc's in-use high-water mark "
-              "during one step above its start (in step: the timed steps in this process; own process: one step "
-              "in a subprocess after two warm-up steps); first call includes compilation; recompiles = graphs "
-              "Dynamo compiled during the timed steps; loss/grad rel against the first eager system that ran on "
+    lines += ["Columns: medians over interleaved reps, a new batch (new T) every rep, timed without the heap "
+              "sampler; kernel s = CPU seconds the step spent in the kernel (summed over threads: mostly zeroing "
+              "fresh pages), with its minor page faults; ratios are the baseline's median over the system's; "
+              "efficiency = measured speedup over eager logits_to_keep (or row by row, marked, where the padded "
+              "batch passes the memory cap) / the FLOP-ideal speedup (the distinct tokens, their ancestors' keys, "
+              "the distinct head rows); peak = malloc's in-use high-water mark during one step above its start (in "
+              "step: one untimed step in this process after the timed ones; own process: one step in a subprocess "
+              "after two warm-up steps); first call includes compilation; recompiles = graphs Dynamo compiled "
+              "during the timed steps and the peak step; loss/grad rel against the first eager system that ran on "
               "the check batch (grad: the worst parameter); user lines = code a user writes to adopt it."]
     return "\n".join(lines) + "\n"
 

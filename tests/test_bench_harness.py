@@ -32,13 +32,15 @@ def _check(out, systems, workloads, capsys):
             assert ("shares nothing" if HAVE_PG else "not installed") in r["skipped"]
             continue
         assert r["step_s"] > 0, r
+        # the timed steps' kernel time and page faults, and the peak from its own (untimed) step
+        assert r["kernel_cpu_s"] >= 0 and r["minor_faults"] >= 0 and r["peak_bytes_in_process"] >= 0, r
         assert r["loss_rel"] < EXACT, r
         if r["system"] != "replay_detach":  # an approximation of the gradient, by design
             assert r["grad_rel_worst"] < EXACT, r
         if r["system"] == "replay_exact" and r["workload"] != "nosharing":
             assert r["stats"]["applied"] and r["stats"]["tokens_computed"] < r["stats"]["tokens_in"], r
     md = (out / "bench.md").read_text()
-    assert "FLOP ideal" in md and all(f"| {r['label']}" in md for r in records)
+    assert "FLOP ideal" in md and "kernel s (page faults)" in md and all(f"| {r['label']}" in md for r in records)
     # a rerun finds every cell done and runs none
     lines = (out / "results.jsonl").read_text()
     capsys.readouterr()
