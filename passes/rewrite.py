@@ -550,7 +550,7 @@ def _fused_log_softmax_input(base: fx.Node, a: GraphAnalysis):
         return None
     vx, vb = val(x), val(base)
     if not (isinstance(vx, torch.Tensor) and isinstance(vb, torch.Tensor) and vx.dtype == vb.dtype
-            and vx.dtype in (torch.float32, torch.float64) and vx.shape == vb.shape):
+            and vx.dtype in (torch.float32, torch.float64)):
         return None
     return x
 

@@ -52,12 +52,17 @@ def replay_gather(x: torch.Tensor, scatter: torch.Tensor, index: torch.Tensor) -
 
     x is packed [1, N, V]; index is per-row [B, K, j]; scatter [B, K]. The gradient is an index_put with
     accumulation into [N, V]: the vocabulary projection and log-softmax run on packed tokens only."""
-    n = x.shape[1]
     rows = x[0]
-    valid = (scatter < n).unsqueeze(-1)
-    idx = scatter.clamp(max=n - 1).unsqueeze(-1).expand_as(index)
-    out = rows[idx, index]
+    r, valid = _pair_rows(scatter, index, x.shape[1])
+    out = rows[r, index]
     return torch.where(valid, out, out.new_zeros(()))
+
+
+def _pair_rows(scatter: torch.Tensor, index: torch.Tensor, n: int):
+    """Each (row, target) pair's packed row, [B, K, j] like index, and which pairs are real: a padded pair
+    (scatter == n) is clamped to a row that exists and masked out."""
+    return (scatter.clamp(max=n - 1).unsqueeze(-1).expand_as(index),
+            (scatter < n).unsqueeze(-1).expand_as(index))
 
 
 class _LogSoftmaxGather(torch.autograd.Function):
@@ -73,11 +78,9 @@ class _LogSoftmaxGather(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, scatter, index):
-        n = x.shape[1]
         rows = x[0]
         lse = torch.logsumexp(rows, -1)
-        valid = (scatter < n).unsqueeze(-1).expand_as(index)
-        r = scatter.clamp(max=n - 1).unsqueeze(-1).expand_as(index)
+        r, valid = _pair_rows(scatter, index, x.shape[1])
         out = torch.where(valid, rows[r, index] - lse[r], rows.new_zeros(()))
         ctx.save_for_backward(rows, lse, r, index, valid)
         return out
