@@ -66,6 +66,22 @@ def test_tree_workloads_share_what_they_say():
         assert not (stems[0] == stems[4]).all()  # the two halves never share a stem
 
 
+def test_prefix_grouper_flops_between_replay_and_rows():
+    """Prefix Grouper's FLOP count (the prompt once, each completion on its own) is row by row's for one row, less
+    than it and no less than replay's where rows share a prompt, and more than its prompt-only share on a tree."""
+    from helpers import load_script
+
+    h = load_script("bench/harness.py")
+    _, cfg = h.build_model("qwen3", True, "cpu")
+    one = h.flop_counts(cfg, h.Workload("one", 1, 40, 4, 8).batch(cfg.vocab_size, 0))
+    assert one["prompt_shared"] == pytest.approx(one["rows"])
+    for kind in ("prompt", "tree"):
+        f = h.flop_counts(cfg, h.Workload(kind, 4, 40, 4, 8, kind=kind, stem=12).batch(cfg.vocab_size, 0))
+        assert f["ideal"] <= f["prompt_shared"] < f["rows"], (kind, f)
+        if kind == "tree":  # the shared stem is replay's alone to share
+            assert f["prompt_shared"] > 1.1 * f["ideal"], f
+
+
 def test_bench_quick_end_to_end(tmp_path, capsys):
     """The systems that run without compiling (the default suite's budget; the compiled ones are in the slow test
     below: compiling replay twice, for the two shapes of the warm-up, takes minutes on a loaded 2-core machine)."""
