@@ -29,8 +29,8 @@ import json
 import math
 import os
 import pathlib
-import resource
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -621,7 +621,8 @@ def markdown(records, sett) -> str:
                   f"{r0['token_ratio']:.2f}x); FLOP ideal {r0['flop_ideal_vs_keep']:.2f}x over eager logits_to_keep,"
                   f" {r0['flop_ideal_vs_rows']:.2f}x over row by row"
                   + (f", {r0['flops']['prompt_shared'] / r0['flops']['ideal']:.2f}x over Prefix Grouper's work (the "
-                     "prompt once, each completion on its own)" if r0["workload_spec"]["kind"] != "none" else ""),
+                     "prompt once, each completion on its own)"
+                     if "prompt_shared" in r0["flops"] and r0["workload_spec"]["kind"] != "none" else ""),
                   "",
                   "| system | step s (median) | kernel s (page faults) | vs eager | vs logits_to_keep | vs inductor | "
                   "vs Prefix Grouper | efficiency | peak MB (in step) | peak MB (own process) | first call s | "
