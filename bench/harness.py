@@ -602,6 +602,15 @@ def _kernel(r):
     return f"{r['kernel_cpu_s']:.2f} ({r['minor_faults'] / 1e3:.0f}K)"
 
 
+def _pg_flop_ratio(r):
+    """Prefix Grouper's FLOPs over replay's on the record's workload: the lead both would have at equal
+    efficiency; None where it shares nothing or the record predates the count."""
+    f = r["flops"]
+    if "prompt_shared" not in f or r["workload_spec"]["kind"] == "none":
+        return None
+    return f["prompt_shared"] / f["ideal"]
+
+
 def _mb(b):
     return f"{b / 2**20:.0f}" if b is not None else "-"
 
@@ -620,9 +629,8 @@ def markdown(records, sett) -> str:
                   f"tokens in {r0['flops']['tokens_in']}, distinct {r0['flops']['tokens_unique']} (token ratio "
                   f"{r0['token_ratio']:.2f}x); FLOP ideal {r0['flop_ideal_vs_keep']:.2f}x over eager logits_to_keep,"
                   f" {r0['flop_ideal_vs_rows']:.2f}x over row by row"
-                  + (f", {r0['flops']['prompt_shared'] / r0['flops']['ideal']:.2f}x over Prefix Grouper's work (the "
-                     "prompt once, each completion on its own)"
-                     if "prompt_shared" in r0["flops"] and r0["workload_spec"]["kind"] != "none" else ""),
+                  + (f", {_pg_flop_ratio(r0):.2f}x over Prefix Grouper's work (the prompt once, each completion "
+                     "on its own)" if _pg_flop_ratio(r0) else ""),
                   "",
                   "| system | step s (median) | kernel s (page faults) | vs eager | vs logits_to_keep | vs inductor | "
                   "vs Prefix Grouper | efficiency | peak MB (in step) | peak MB (own process) | first call s | "
@@ -681,9 +689,7 @@ def targets(records) -> list[str]:
                        + (f"; FLOP ratio {flops:.2f}x" if flops else "") + f") -> {'MET' if val >= need else 'MISSED'}")
 
     def pg_flops(w):
-        # Prefix Grouper's FLOPs over replay's: the ratio both would reach at equal efficiency
-        f = next((r["flops"] for r in records if r["workload"] == w), None)
-        return f["prompt_shared"] / f["ideal"] if f and "prompt_shared" in f else None
+        return next((_pg_flop_ratio(r) for r in records if r["workload"] == w), None)
 
     line("reference, replay exact vs Prefix Grouper", ratio("reference", "replay_exact", "prefix_grouper"), 1.3,
          flops=pg_flops("reference"))
