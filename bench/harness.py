@@ -52,7 +52,7 @@ from replaycompile.models import tiny_config, tiny_model  # noqa: E402
 
 import long_context as lc  # noqa: E402
 import peers  # noqa: E402
-from replay_bench import PeakHeap, grpo_loss_from_logp, reference_config  # noqa: E402
+from replay_bench import PeakHeap, grpo_loss_from_logp, model_variant, reference_config  # noqa: E402
 
 MAX_POS = 1 << 16
 
@@ -79,6 +79,21 @@ def register_model(name: str, spec: ModelSpec) -> None:
 
 register_model("qwen3", ModelSpec("qwen3", reference_config(False)[0], reference_config(True)[0],
                                   "the reference: Qwen3-shaped, hidden 256, 4 layers, vocab 32000"))
+
+
+def _register_variant(name: str, note: str):
+    # the reference shape in another family (replay_bench's variants); the window is a quarter of the reference
+    # prompt (256 tokens; --quick: 12 of the quick workloads' 48)
+    full = model_variant(name, reference_config(False)[0], 1024)
+    quick = model_variant(name, reference_config(True)[0], 48)
+    assert full[0] == quick[0]
+    register_model(name, ModelSpec(full[0], full[1], quick[1], note))
+
+
+_register_variant("qwen3_moe", "HF Qwen3-MoE at the reference shape: 8 experts, top-2, experts half as wide "
+                               "(a token's active MLP FLOPs equal the dense model's)")
+_register_variant("mistral_window", "HF Mistral at the reference shape, a sliding window of 256 tokens in every "
+                                    "layer (a quarter of the reference prompt)")
 
 
 def build_model(name: str, quick: bool, device: str):
@@ -331,7 +346,9 @@ class Context:
 def flop_counts(cfg, batch, head_rows_replay: int | None = None) -> dict:
     """Forward+backward FLOPs (backward = 2x forward) of one step, per way of computing it.
 
-    per token      f_tok  = L * 2 * (h*qd + 2*h*kd + qd*h + 3*h*ff)     (q, k, v, o, gate/up/down)
+    per token      f_tok  = L * 2 * (h*qd + 2*h*kd + qd*h + mlp)        (q, k, v, o, the MLP's active part)
+                   mlp    = 3*h*ff (dense), or top_k*3*h*ff_expert + h*experts (a sparse MoE layer: the experts
+                            a token is routed to, and the router)
     per pair       f_pair = L * 4 * qd                                   (QK^T and PV per visible (q, k))
     LM head        2 * h * V per projected row
     padded (eager_keep): B*T tokens, B*T*T pairs (the [B, 1, T, T] mask is applied to every pair), B*(C+1) rows
@@ -339,16 +356,27 @@ def flop_counts(cfg, batch, head_rows_replay: int | None = None) -> dict:
     ideal (tree):  the N_u distinct tokens, each seeing its depth + 1 keys (its ancestors), head on the distinct
                    rows of the loss's slice; in the last layer only those rows' tokens run their queries, attention
                    and MLP, the others only their keys and values (what replay computes; the minimum for an exact
-                   step)"""
+                   step)
+    A sliding window W caps a query's keys at W (rows, Prefix Grouper and the ideal; the padded baselines still
+    compute every pair)."""
     from replaycompile.plan import build_plan
 
     ids, am, _, old = batch
     ids, am = ids.cpu(), am.cpu()
     h, L, V = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
-    qd, kd, ff = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim, \
-        cfg.intermediate_size
-    f_tok = L * 2 * (h * qd + 2 * h * kd + qd * h + 3 * h * ff)
+    qd, kd = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
+    f_tok = sum(2 * (h * qd + 2 * h * kd + qd * h + _mlp_flops(cfg, i)) for i in range(L))
     f_pair = L * 4 * qd
+    W = getattr(cfg, "sliding_window", None)
+    if W is not None and getattr(cfg, "use_sliding_window", True) is False:
+        W = None
+
+    def pairs(a, b):
+        # a query at position p sees min(p, W) keys (the continuous count, as x^2/2 is without a window): the
+        # pairs of the queries at positions a..b of one row
+        def upto(x):
+            return x * x / 2 if W is None or x <= W else W * W / 2 + (x - W) * W
+        return upto(b) - upto(a)
     B, T = ids.shape
     C = old.shape[1]
     P = T - C
@@ -357,20 +385,34 @@ def flop_counts(cfg, batch, head_rows_replay: int | None = None) -> dict:
     selected = plan.select_columns(P - 1, T - 1)[0]
     head = head_rows_replay if head_rows_replay is not None else int(selected.numel())
     nu = plan.num_packed
-    pairs = float((plan.columns.double() + 1).sum())
-    pairs_last = float((plan.columns[selected].double() + 1).sum())  # the last layer's: selected queries only
+    seen = plan.columns.double() + 1 if W is None else (plan.columns.double() + 1).clamp_max(W)
+    tree_pairs = float(seen.sum())
+    pairs_last = float(seen[selected].sum())  # the last layer's: selected queries only
     f_layer, f_kv = f_tok / L, 2 * 2 * h * kd
     return dict(
         padded_keep=3 * (B * T * f_tok + B * T * T * f_pair + B * (C + 1) * 2 * h * V),
         padded_full=3 * (B * T * f_tok + B * T * T * f_pair + B * T * 2 * h * V),
-        rows=3 * (sum(n) * f_tok + sum(x * x / 2 for x in n) * f_pair + sum(x - P + 1 for x in n) * 2 * h * V),
+        rows=3 * (sum(n) * f_tok + sum(pairs(0, x) for x in n) * f_pair + sum(x - P + 1 for x in n) * 2 * h * V),
         # Prefix Grouper's work: the prompt once, every row's completion on its own (it shares nothing deeper)
-        prompt_shared=3 * (P * f_tok + P * P / 2 * f_pair + sum(x - P for x in n) * f_tok
-                           + sum((x - P) * P + (x - P) ** 2 / 2 for x in n) * f_pair
-                           + sum(x - P + 1 for x in n) * 2 * h * V),
+        prompt_shared=3 * (P * f_tok + pairs(0, P) * f_pair + sum(x - P for x in n) * f_tok
+                           + sum(pairs(P, x) for x in n) * f_pair + sum(x - P + 1 for x in n) * 2 * h * V),
         ideal=3 * ((nu * (L - 1) + selected.numel()) * f_layer + (nu - selected.numel()) * f_kv
-                   + (pairs * (L - 1) + pairs_last) * f_pair / L + head * 2 * h * V),
+                   + (tree_pairs * (L - 1) + pairs_last) * f_pair / L + head * 2 * h * V),
         tokens_in=int(am.sum()), tokens_unique=nu, head_rows=head)
+
+
+def _mlp_flops(cfg, layer: int) -> int:
+    """Multiply-adds per token of layer ``layer``'s MLP: dense gate/up/down, or a sparse MoE layer's routed
+    experts and router (Qwen3-MoE's rule for which layers are sparse: ``decoder_sparse_step``, ``mlp_only_layers``;
+    Mixtral-style configs name ``num_local_experts``)."""
+    h = cfg.hidden_size
+    experts = getattr(cfg, "num_experts", None) or getattr(cfg, "num_local_experts", None) or 0
+    sparse = (experts > 0 and layer not in (getattr(cfg, "mlp_only_layers", None) or [])
+              and (layer + 1) % (getattr(cfg, "decoder_sparse_step", None) or 1) == 0)
+    if not sparse:
+        return 3 * h * cfg.intermediate_size
+    ff = getattr(cfg, "moe_intermediate_size", None) or cfg.intermediate_size
+    return cfg.num_experts_per_tok * 3 * h * ff + h * experts
 
 
 # ----------------------------------------------------------------------------------------------- running
@@ -769,7 +811,11 @@ def plots(records, outdir) -> list[pathlib.Path]:
     ax.set_ylabel("step s (median)")
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_lines():
+        ax.legend(fontsize=7)
+    else:  # say why the plot is empty rather than leave a blank frame
+        ax.text(0.5, 0.5, "no grid workloads (G4/G8/G16 at one prompt) in this run", ha="center", va="center",
+                transform=ax.transAxes, fontsize=9)
     fig.tight_layout()
     paths.append(outdir / "step_time_vs_G.png")
     fig.savefig(paths[-1], dpi=110)

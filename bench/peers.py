@@ -24,19 +24,25 @@ import torch
 ATTN_NAME = "prefix_grouper_sdpa"
 
 
-def _sdpa_for_prefix_grouper(q, k, v, key_mask, module, **kwargs):
+def _sdpa_for_prefix_grouper(q, k, v, key_mask, module, sliding_window=None, **kwargs):
     """Prefix Grouper's ``attn_func`` contract: q/k/v [b, heads, n, d], a 2-D key padding mask [b, Nk]; returns
-    [b, n, heads, d]. The prompt's call (Nq == Nk, no padding) is causal SDPA without a mask; a completion's call
-    attends to every valid prompt key and causally to its own keys."""
+    [b, n, heads, d]. The prompt's call (Nq == Nk, no padding, no window that binds) is causal SDPA without a
+    mask; a completion's call attends to every valid prompt key and causally to its own keys. A layer's sliding
+    window (transformers passes it to the attention function: key k visible from query q iff q - k < window) is
+    applied to both calls: the keys' indices are their positions, as the prompt is never padded."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     nq, nk = q.shape[2], k.shape[2]
     kwargs.pop("is_causal", None)
-    if nq == nk and bool(key_mask.all()):
+    window = sliding_window if sliding_window is not None and sliding_window < nk else None
+    if nq == nk and window is None and bool(key_mask.all()):
         return sdpa_attention_forward(module, q, k, v, None, is_causal=True, **kwargs)[0]
     qi = torch.arange(nq, device=q.device)[:, None] + (nk - nq)
     kj = torch.arange(nk, device=q.device)[None, :]
-    mask = key_mask.to(torch.bool)[:, None, None, :] & (kj <= qi)[None, None]
+    visible = kj <= qi
+    if window is not None:
+        visible = visible & (qi - kj < window)
+    mask = key_mask.to(torch.bool)[:, None, None, :] & visible[None, None]
     return sdpa_attention_forward(module, q, k, v, mask, is_causal=False, **kwargs)[0]
 
 
@@ -111,33 +117,38 @@ DENSE_TREE_ATTN = "dense_tree_mask_sdpa"
 FLEX_TREE_ATTN = "flex_tree_attention"
 
 
-def _dense_tree_attention(module, query, key, value, attention_mask, *args, tree_mask=None, **kwargs):
-    """SDPA over the packed row with the tree's dense [1, 1, N, N] boolean mask (key visible iff ancestor)."""
+def _dense_tree_attention(module, query, key, value, attention_mask, *args, tree_mask=None, sliding_window=None,
+                          **kwargs):
+    """SDPA over the packed row with the tree's dense [1, 1, N, N] boolean mask (``tree_mask(window)``: key
+    visible iff ancestor, and within the layer's sliding window where it has one)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
     kwargs.pop("is_causal", None)
-    return sdpa_attention_forward(module, query, key, value, tree_mask, is_causal=False, **kwargs)
+    return sdpa_attention_forward(module, query, key, value, tree_mask(sliding_window), is_causal=False, **kwargs)
 
 
 _flex_compiled = None
 
 
-def _flex_tree_attention(module, query, key, value, attention_mask, *args, block_mask=None, **kwargs):
-    """FlexAttention over the packed row with the tree's BlockMask; returns [b, n, heads, d] as transformers
-    expects."""
+def _flex_tree_attention(module, query, key, value, attention_mask, *args, block_mask=None, sliding_window=None,
+                         **kwargs):
+    """FlexAttention over the packed row with the tree's BlockMask (``block_mask(window)``); returns
+    [b, n, heads, d] as transformers expects."""
     global _flex_compiled
     from torch.nn.attention.flex_attention import flex_attention
     if _flex_compiled is None:  # compiled once: eager flex_attention materialises every score
         _flex_compiled = torch.compile(flex_attention, dynamic=True)
-    out = _flex_compiled(query, key, value, block_mask=block_mask, scale=module.scaling,
+    out = _flex_compiled(query, key, value, block_mask=block_mask(sliding_window), scale=module.scaling,
                          enable_gqa=query.shape[1] != key.shape[1])
     return out.transpose(1, 2).contiguous(), None
 
 
-def tree_visibility(subtree_end):
+def tree_visibility(subtree_end, depth=None, window=None):
     """The packed tree's mask rule: key k is visible to query q iff k <= q < subtree_end[k] (k is q's ancestor
-    or q itself), as a FlexAttention ``mask_mod``."""
+    or q itself) and, with a sliding window, depth[q] - depth[k] < window (transformers' rule on positions), as a
+    FlexAttention ``mask_mod``."""
     def mask_mod(b, h, q, k):
-        return (k <= q) & (q < subtree_end[k])
+        visible = (k <= q) & (q < subtree_end[k])
+        return visible if window is None else visible & (depth[q] - depth[k] < window)
     return mask_mod
 
 
@@ -153,15 +164,28 @@ def packed_tree_logp(model, ids, am, prompt_len: int, attention: str = "dense"):
     pos = plan.columns.to(dev)[None]
     se = plan.subtree_end.to(dev)
     n = plan.num_packed
+    masks = {}  # one per window the layers ask for (None: full attention), built on first use
+
     if attention == "dense":
         q = torch.arange(n, device=dev)[:, None]
         k = torch.arange(n, device=dev)[None, :]
-        extra, name, fn = dict(tree_mask=((k <= q) & (q < se[None, :]))[None, None]), DENSE_TREE_ATTN, \
-            _dense_tree_attention
+
+        def mask_for(window):
+            if window not in masks:
+                visible = (k <= q) & (q < se[None, :])
+                if window is not None:
+                    visible = visible & (pos[0][:, None] - pos[0][None, :] < window)
+                masks[window] = visible[None, None]
+            return masks[window]
+        extra, name, fn = dict(tree_mask=mask_for), DENSE_TREE_ATTN, _dense_tree_attention
     elif attention == "flex":
         from torch.nn.attention.flex_attention import create_block_mask
-        bm = create_block_mask(tree_visibility(se), None, None, n, n, device=dev)
-        extra, name, fn = dict(block_mask=bm), FLEX_TREE_ATTN, _flex_tree_attention
+
+        def mask_for(window):
+            if window not in masks:
+                masks[window] = create_block_mask(tree_visibility(se, pos[0], window), None, None, n, n, device=dev)
+            return masks[window]
+        extra, name, fn = dict(block_mask=mask_for), FLEX_TREE_ATTN, _flex_tree_attention
     else:
         raise ValueError(f"attention must be 'dense' or 'flex', got {attention!r}")
     restore = use_attention(model, name, fn)

@@ -82,6 +82,54 @@ def test_prefix_grouper_flops_between_replay_and_rows():
             assert f["prompt_shared"] > 1.1 * f["ideal"], f
 
 
+def test_flop_model_counts_experts_and_windows():
+    """The MoE model's routed experts cost what the dense MLP does (plus the router), and a sliding window caps
+    the pairs of rows, Prefix Grouper and the ideal, not the padded baseline's."""
+    from helpers import load_script
+
+    h = load_script("bench/harness.py")
+    batch = h.QUICK_WORKLOADS["tree"].batch(2000, 0)
+    f = {m: h.flop_counts(h.build_model(m, True, "cpu")[1], batch) for m in ("qwen3", "qwen3_moe", "mistral_window")}
+    _, moe = h.build_model("qwen3_moe", True, "cpu")
+    router = 3 * 2 * moe.hidden_size * moe.num_experts * moe.num_hidden_layers  # fwd+bwd, per token
+    assert f["qwen3_moe"]["rows"] - f["qwen3"]["rows"] == pytest.approx(router * batch[1].sum().item())
+    assert f["mistral_window"]["padded_keep"] == f["qwen3"]["padded_keep"]
+    for k in ("rows", "prompt_shared", "ideal"):
+        assert f["mistral_window"][k] < f["qwen3"][k], k
+
+
+@pytest.mark.skipif(not HAVE_PG, reason="prefix_grouper is the [bench] extra")
+def test_peers_honour_the_sliding_window():
+    """On the windowed model (a window of 12 tokens, prompts of 48), Prefix Grouper's adapter and the dense tree
+    mask give eager's loss and gradients on a prompt group and a tree, and the window binds: without it the loss
+    differs."""
+    from helpers import load_script
+
+    h = load_script("bench/harness.py")
+    model, cfg = h.build_model("mistral_window", True, "cpu")
+    assert cfg.sliding_window == 12
+    systems = {n: h.SYSTEMS[n].build(None) for n in ("eager_keep", "prefix_grouper", "dense_tree_mask")}
+
+    def run(name, batch):
+        model.zero_grad(set_to_none=True)
+        loss = systems[name](model, batch)
+        return loss, h.lc.grads_of(model)
+
+    for w in ("reference", "tree"):
+        batch = h.QUICK_WORKLOADS[w].batch(cfg.vocab_size, 0)
+        ref_loss, ref = run("eager_keep", batch)
+        for name in ("prefix_grouper", "dense_tree_mask"):
+            loss, grads = run(name, batch)
+            c = h.lc.compare(grads, ref, loss, ref_loss)
+            assert c["loss_rel"] < EXACT and c["grad_rel_worst"] < EXACT, (w, name, c)
+        model.config.sliding_window = None
+        try:
+            unwindowed, _ = run("prefix_grouper", batch)
+        finally:
+            model.config.sliding_window = 12
+        assert abs(unwindowed.item() - ref_loss.item()) > 1e-4 * abs(ref_loss.item()), (w, unwindowed, ref_loss)
+
+
 def test_bench_quick_end_to_end(tmp_path, capsys):
     """The systems that run without compiling (the default suite's budget; the compiled ones are in the slow test
     below: compiling replay twice, for the two shapes of the warm-up, takes minutes on a loaded 2-core machine)."""
