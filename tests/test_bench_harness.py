@@ -155,3 +155,11 @@ def test_bench_quick_every_system(tmp_path, capsys):
     records = _check(tmp_path, [s for s in systems], workloads, capsys)
     keep = [r for r in records if r["system"] == "eager_keep" and r["workload"] == "reference"][0]
     assert keep["peak_bytes_subprocess"] > 0
+
+
+def test_report_without_records_refuses(tmp_path):
+    """`--report` on a folder with no records of the model says so instead of overwriting tables with empty ones."""
+    (tmp_path / "bench.md").write_text("an earlier report")
+    with pytest.raises(SystemExit, match="nothing to report"):
+        main(["bench", "--quick", "--report", "--out", str(tmp_path)])
+    assert (tmp_path / "bench.md").read_text() == "an earlier report"
