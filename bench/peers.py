@@ -171,11 +171,8 @@ def packed_tree_logp(model, ids, am, prompt_len: int, attention: str = "dense"):
         k = torch.arange(n, device=dev)[None, :]
 
         def mask_for(window):
-            if window not in masks:
-                visible = (k <= q) & (q < se[None, :])
-                if window is not None:
-                    visible = visible & (pos[0][:, None] - pos[0][None, :] < window)
-                masks[window] = visible[None, None]
+            if window not in masks:  # FlexAttention's rule, evaluated on every (query, key) pair
+                masks[window] = tree_visibility(se, pos[0], window)(None, None, q, k)[None, None]
             return masks[window]
         extra, name, fn = dict(tree_mask=mask_for), DENSE_TREE_ATTN, _dense_tree_attention
     elif attention == "flex":
