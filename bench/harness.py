@@ -52,7 +52,7 @@ from replaycompile.models import tiny_config, tiny_model  # noqa: E402
 
 import long_context as lc  # noqa: E402
 import peers  # noqa: E402
-from replay_bench import PeakHeap, grpo_loss_from_logp, model_variant, reference_config  # noqa: E402
+from replay_bench import PeakHeap, grpo_loss_from_logp, mlp_macs, model_variant, reference_config  # noqa: E402
 
 MAX_POS = 1 << 16
 
@@ -365,7 +365,7 @@ def flop_counts(cfg, batch, head_rows_replay: int | None = None) -> dict:
     ids, am = ids.cpu(), am.cpu()
     h, L, V = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
     qd, kd = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
-    f_tok = sum(2 * (h * qd + 2 * h * kd + qd * h + _mlp_flops(cfg, i)) for i in range(L))
+    f_tok = sum(2 * (h * qd + 2 * h * kd + qd * h + mlp_macs(cfg, i)) for i in range(L))
     f_pair = L * 4 * qd
     W = getattr(cfg, "sliding_window", None)
     if W is not None and getattr(cfg, "use_sliding_window", True) is False:
@@ -399,20 +399,6 @@ def flop_counts(cfg, batch, head_rows_replay: int | None = None) -> dict:
         ideal=3 * ((nu * (L - 1) + selected.numel()) * f_layer + (nu - selected.numel()) * f_kv
                    + (tree_pairs * (L - 1) + pairs_last) * f_pair / L + head * 2 * h * V),
         tokens_in=int(am.sum()), tokens_unique=nu, head_rows=head)
-
-
-def _mlp_flops(cfg, layer: int) -> int:
-    """Multiply-adds per token of layer ``layer``'s MLP: dense gate/up/down, or a sparse MoE layer's routed
-    experts and router (Qwen3-MoE's rule for which layers are sparse: ``decoder_sparse_step``, ``mlp_only_layers``;
-    Mixtral-style configs name ``num_local_experts``)."""
-    h = cfg.hidden_size
-    experts = getattr(cfg, "num_experts", None) or getattr(cfg, "num_local_experts", None) or 0
-    sparse = (experts > 0 and layer not in (getattr(cfg, "mlp_only_layers", None) or [])
-              and (layer + 1) % (getattr(cfg, "decoder_sparse_step", None) or 1) == 0)
-    if not sparse:
-        return 3 * h * cfg.intermediate_size
-    ff = getattr(cfg, "moe_intermediate_size", None) or cfg.intermediate_size
-    return cfg.num_experts_per_tok * 3 * h * ff + h * experts
 
 
 # ----------------------------------------------------------------------------------------------- running

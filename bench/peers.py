@@ -164,27 +164,28 @@ def packed_tree_logp(model, ids, am, prompt_len: int, attention: str = "dense"):
     pos = plan.columns.to(dev)[None]
     se = plan.subtree_end.to(dev)
     n = plan.num_packed
-    masks = {}  # one per window the layers ask for (None: full attention), built on first use
-
     if attention == "dense":
         q = torch.arange(n, device=dev)[:, None]
         k = torch.arange(n, device=dev)[None, :]
 
-        def mask_for(window):
-            if window not in masks:  # FlexAttention's rule, evaluated on every (query, key) pair
-                masks[window] = tree_visibility(se, pos[0], window)(None, None, q, k)[None, None]
-            return masks[window]
-        extra, name, fn = dict(tree_mask=mask_for), DENSE_TREE_ATTN, _dense_tree_attention
+        def build(mask_mod):  # FlexAttention's rule, evaluated on every (query, key) pair
+            return mask_mod(None, None, q, k)[None, None]
+        kwarg, name, fn = "tree_mask", DENSE_TREE_ATTN, _dense_tree_attention
     elif attention == "flex":
         from torch.nn.attention.flex_attention import create_block_mask
 
-        def mask_for(window):
-            if window not in masks:
-                masks[window] = create_block_mask(tree_visibility(se, pos[0], window), None, None, n, n, device=dev)
-            return masks[window]
-        extra, name, fn = dict(block_mask=mask_for), FLEX_TREE_ATTN, _flex_tree_attention
+        def build(mask_mod):
+            return create_block_mask(mask_mod, None, None, n, n, device=dev)
+        kwarg, name, fn = "block_mask", FLEX_TREE_ATTN, _flex_tree_attention
     else:
         raise ValueError(f"attention must be 'dense' or 'flex', got {attention!r}")
+    masks = {}  # one per window the layers ask for (None: full attention), built on first use
+
+    def mask_for(window):
+        if window not in masks:
+            masks[window] = build(tree_visibility(se, pos[0], window))
+        return masks[window]
+    extra = {kwarg: mask_for}
     restore = use_attention(model, name, fn)
     try:
         hidden = model.model(input_ids=packed, position_ids=pos, use_cache=False, **extra).last_hidden_state[0]

@@ -190,15 +190,28 @@ MODELS = ("qwen3", "qwen3_moe", "mistral_window")
 KEEP = "eager logits_to_keep (TRL baseline)"
 
 
-def _flops(fam: str, mcfg: dict, G: int, P: int, t_all: int, lens: list, tokens_packed: int, head_rows: int):
+def mlp_macs(cfg, layer: int) -> int:
+    """Multiply-adds per token of layer ``layer``'s MLP (``cfg``: a transformers config or a dict of its fields):
+    dense gate/up/down, or a sparse MoE layer's routed experts and router (Qwen3-MoE's rule for which layers are
+    sparse: ``decoder_sparse_step``, ``mlp_only_layers``; Mixtral-style configs name ``num_local_experts``)."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k, d=None: getattr(cfg, k, d)
+    h = get("hidden_size")
+    experts = get("num_experts") or get("num_local_experts") or 0
+    sparse = (experts > 0 and layer not in (get("mlp_only_layers") or [])
+              and (layer + 1) % (get("decoder_sparse_step") or 1) == 0)
+    if not sparse:
+        return 3 * h * get("intermediate_size")
+    return get("num_experts_per_tok") * 3 * h * (get("moe_intermediate_size") or get("intermediate_size")) \
+        + h * experts
+
+
+def _flops(mcfg: dict, G: int, P: int, t_all: int, lens: list, tokens_packed: int, head_rows: int):
     """FLOP model of the forward (per-token matmuls + attention + LM head): eager's (which masks every pair) and
     the packed step's. MoE: the router and the k active experts. Windows are not modelled (both sides count
     every causal pair), so the window model's ratio is an upper bound of what the FLOPs allow."""
     h, L, V = mcfg["hidden_size"], mcfg["num_hidden_layers"], mcfg["vocab_size"]
     hq, hk, d = mcfg["num_attention_heads"], mcfg["num_key_value_heads"], mcfg["head_dim"]
-    mlp = (3 * h * mcfg["num_experts_per_tok"] * mcfg["moe_intermediate_size"] + h * mcfg["num_experts"]
-           if fam == "qwen3_moe" else 3 * h * mcfg["intermediate_size"])
-    per_tok = L * 2 * (h * hq * d + 2 * h * hk * d + hq * d * h + mlp)
+    per_tok = sum(2 * (h * hq * d + 2 * h * hk * d + hq * d * h + mlp_macs(mcfg, i)) for i in range(L))
     eager_flops = G * t_all * (per_tok + 2 * h * V) + L * G * 4 * hq * d * t_all * t_all
     packed_attn = L * 4 * hq * d * (P * P / 2 + sum(P * (n - P) + (n - P) ** 2 / 2 for n in lens))
     return eager_flops, tokens_packed * per_tok + packed_attn + head_rows * 2 * h * V
@@ -318,7 +331,7 @@ def main(argv=None):
         from replaycompile.plan import build_plan
         head_rows = int(build_plan(ids, am).select_columns(P - 1, -1)[0].numel())
         t_all = ids.shape[1]
-        eager_flops, replay_flops = _flops(r["fam"], r["cfg"], G, P, t_all, am.sum(1).tolist(), tokens_packed,
+        eager_flops, replay_flops = _flops(r["cfg"], G, P, t_all, am.sum(1).tolist(), tokens_packed,
                                            head_rows)
         print()
         print(f"ideal: tokens in {tokens_in} (B x T = {G * t_all}), packed {tokens_packed}: token ratio "
