@@ -214,6 +214,19 @@ def correctness(args, device, res, save):
     save()
 
 
+def behaviour_logprobs(model, ids, am, p, seed, scale=0.02):
+    """Completion log-probs [B, C] of a copy of ``model`` with every parameter perturbed by ``scale`` times its own
+    standard deviation: the rollout policy's stored log-probs, from parameters other than the ones trained."""
+    import copy
+    old = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for q in old.parameters():
+            q.add_(scale * q.float().std().nan_to_num(0.0).item() * torch.randn(q.shape, generator=g).to(q))
+        logits = old(input_ids=ids, attention_mask=am, use_cache=False).logits
+        return logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
+
+
 def end_to_end(args, device, res, save):
     import replaycompile
     from replaycompile.models import tiny_model
@@ -236,10 +249,10 @@ def end_to_end(args, device, res, save):
         logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
         return logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
 
-    # stored rollout log-probs that differ from the current policy's: against logp.detach() the ratio would be
-    # exactly 1 and the loss a constant, whatever the model computed
-    with torch.no_grad():
-        old_logp = logprobs(ids, am) + 0.1 * torch.randn(b, c, generator=g).to(device)
+    # stored rollout log-probs from other parameters (a perturbed copy of the policy, as after an optimizer step):
+    # the current model's log-probs plus noise would make exp(logp - old_logp) = exp(-noise) at evaluation, a
+    # loss value independent of the model
+    old_logp = behaviour_logprobs(model, ids, am, p, seed=2)
 
     def step(ids, am, adv):
         logp = logprobs(ids, am)
@@ -269,6 +282,77 @@ def end_to_end(args, device, res, save):
     res["end_to_end"] = row
     log(f"end to end: {row}")
     save()
+
+
+def step_timing(args, device, res, save):
+    """A GRPO step (forward, clipped-ratio loss on the completions against a perturbed policy's log-probs,
+    backward) on a Qwen3-shaped model in bf16: eager with ``logits_to_keep`` (the strongest eager form a user
+    writes for this loss: the LM head on the completions only) against ``backend="replay"`` with the same loss,
+    interleaved, medians; loss and gradients of the two compared (bf16: loose tolerance)."""
+    import replaycompile
+    from replaycompile.models import tiny_model
+
+    dtype = torch.float32 if args.dry_run else torch.bfloat16
+    shape = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                 vocab_size=512, num_hidden_layers=2) if args.dry_run else \
+        dict(hidden_size=1024, intermediate_size=3072, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
+             vocab_size=32000, num_hidden_layers=8)
+    model = tiny_model("qwen3", "sdpa", dtype=dtype, **shape).to(device)
+    g = torch.Generator().manual_seed(3)
+    for p, c in ([(40, 12)] if args.dry_run else [(4096, 512)]):
+        b, v = args.group if not args.dry_run else 4, shape["vocab_size"]
+        prompt = torch.randint(1, v, (p,), generator=g)
+        rows, masks = [], []
+        for i in range(b):
+            n = c - (i * c) // (2 * b)
+            rows.append(torch.cat([prompt, torch.randint(1, v, (n,), generator=g),
+                                   torch.zeros(c - n, dtype=torch.long)]))
+            masks.append(torch.cat([torch.ones(p + n), torch.zeros(c - n)]))
+        ids, am = torch.stack(rows).to(device), torch.stack(masks).long().to(device)
+        adv = torch.randn(b, generator=g).to(device)
+        old_logp = behaviour_logprobs(model, ids, am, p, seed=4)
+        cm = am[:, p:].float()
+
+        def loss_of(logits):
+            logp = logits.float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
+            ratio = torch.exp(logp - old_logp)
+            obj = torch.minimum(ratio * adv[:, None], ratio.clamp(0.8, 1.28) * adv[:, None])
+            return -(obj * cm).sum() / cm.sum()
+
+        def eager_step(ids, am):
+            return loss_of(model(input_ids=ids, attention_mask=am, use_cache=False, logits_to_keep=c + 1).logits[:, :-1])
+
+        def sliced_step(ids, am):
+            return loss_of(model(input_ids=ids, attention_mask=am, use_cache=False).logits[:, p - 1:-1])
+
+        replay_step = torch.compile(sliced_step, backend="replay", options={"inner": "aot_eager"})
+
+        def run(fn):
+            model.zero_grad(set_to_none=True)
+            loss = fn(ids, am)
+            loss.backward()
+            return loss.detach()
+
+        ref_loss = run(eager_step)
+        ref_grads = [q.grad.detach().float().clone() for q in model.parameters()]
+        before = tree_attention_module.calls_by_path()
+        got_loss = run(replay_step)
+        ran = ran_both(before)
+        st = replaycompile.last_stats()
+        worst = max(rel(q.grad.float(), r) for q, r in zip(model.parameters(), ref_grads))
+        med = time_variants({"eager": lambda: run(eager_step), "replay": lambda: run(replay_step)},
+                            args.reps, device)
+        loss_rel = abs((got_loss - ref_loss).item()) / max(abs(ref_loss.item()), 1e-30)
+        tol = 1e-4 if dtype == torch.float32 else 5e-2
+        row = dict(case=f"Qwen3 {shape['num_hidden_layers']}L h{shape['hidden_size']} V{v} {str(dtype)[6:]}, "
+                        f"G={b}, prompt {p}, completions <= {c}; replay inner aot_eager",
+                   eager_s=med["eager"], replay_s=med["replay"], speedup=med["eager"] / med["replay"],
+                   tokens_in=st["tokens_in"], tokens_computed=st["tokens_computed"], loss=ref_loss.item(),
+                   loss_rel=loss_rel, worst_grad_rel=worst, attention_ran=f"{ran[0]}/{ran[1]}")
+        row["pass"] = bool(st["applied"] and worst <= tol and loss_rel <= tol)
+        res["step"].append(row)
+        log(f"step: {row}")
+        save()
 
 
 def time_variants(variants: dict, reps: int, device) -> dict:
@@ -402,6 +486,14 @@ def markdown(res: dict) -> str:
                 f"{e['attention_ran']}, last_stats attention={e['stats_attention']}, "
                 f"tokens {e['tokens_computed']}/{e['tokens_in']}, loss {e['loss']:.4g} rel {e['loss_rel']:.1e}, "
                 f"worst grad rel {e['worst_grad_rel']:.1e}, pass={e['pass']}"]
+    if res.get("step"):
+        out += ["", "## GRPO training step (forward, loss, backward; median s, interleaved)", "",
+                "| case | eager logits_to_keep s | replay s | speedup | tokens computed / in | loss rel | "
+                "worst grad rel | attention ran | pass |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in res["step"]:
+            out.append(f"| {r['case']} | {r['eager_s']:.4f} | {r['replay_s']:.4f} | {r['speedup']:.2f}x | "
+                       f"{r['tokens_computed']}/{r['tokens_in']} | {r['loss_rel']:.1e} | {r['worst_grad_rel']:.1e} | "
+                       f"{r['attention_ran']} | {r['pass']} |")
     for key, title in (("timings", "Forward+backward"), ("block_sweep", "Block-size sweep (tree kernel)")):
         if not res.get(key):
             continue
@@ -441,6 +533,9 @@ def main(argv=None):
     ap.add_argument("--deadline", type=float, default=240.0, help="seconds after which no new prompt size starts")
     ap.add_argument("--sweep-blocks", action="store_true")
     ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes, Triton interpreter")
+    ap.add_argument("--stages", nargs="+", default=["correctness", "end_to_end", "timings", "step"],
+                    choices=["correctness", "end_to_end", "timings", "step"],
+                    help="which stages to run (default: all); a rerun after a fix can take only the failed one")
     args = ap.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() and not args.dry_run else "cpu")
     if device.type != "cuda" and not args.dry_run:
@@ -451,7 +546,7 @@ def main(argv=None):
     import triton
     res = dict(device=torch.cuda.get_device_name() if device.type == "cuda" else f"CPU ({platform.processor()}), "
                "Triton interpreter", torch=torch.__version__, triton=triton.__version__, args=vars(args),
-               correctness=[], end_to_end=None, timings=[], block_sweep=[], skipped=[], errors=[])
+               correctness=[], end_to_end=None, step=[], timings=[], block_sweep=[], skipped=[], errors=[])
 
     def save():
         res["wall_s"] = time.perf_counter() - T0
@@ -462,7 +557,9 @@ def main(argv=None):
 
     stages = [("correctness", lambda: correctness(args, device, res, save)),
               ("end to end", lambda: end_to_end(args, device, res, save)),
+              ("step", lambda: step_timing(args, device, res, save)),
               ("timings", lambda: timings(args, device, res, save, args.prompts))]
+    stages = [st for st in stages if st[0].replace(" ", "_") in args.stages]
     if args.sweep_blocks:
         sweep = [(16, 16), (16, 32)] if args.dry_run else [(64, 64), (128, 64), (64, 128), (128, 128)]
         stages.append(("block sweep", lambda: timings(args, device, res, save, [args.prompts[min(2, len(args.prompts) - 1)]],
@@ -477,8 +574,9 @@ def main(argv=None):
             save()
     save()
     print(markdown(res))
-    ok = (all(r["pass"] for r in res["correctness"]) and (res["end_to_end"] or {}).get("pass", False)
-          and not res["errors"])
+    ok = (all(r["pass"] for r in res["correctness"]) and not res["errors"]
+          and ("end_to_end" not in args.stages or (res["end_to_end"] or {}).get("pass", False))
+          and all(r["pass"] for r in res["step"]))
     log(f"wrote {args.out}/gpu_check.json and .md; correctness {'PASSED' if ok else 'FAILED'}")
     return 0 if ok else 1
 

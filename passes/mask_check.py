@@ -62,9 +62,12 @@ class MaskVerifier:
 
     def _mask_args(self, args, probe):
         call = list(args)
-        if self._am_pos is not None:
-            call[self._am_pos] = probe.to(args[self._am_pos].dtype)
+        if self._am_pos is not None:  # the probe on the model's device: the mask graph mixes it with CUDA inputs
+            call[self._am_pos] = probe.to(device=args[self._am_pos].device, dtype=args[self._am_pos].dtype)
         return call
+
+    def _device(self, args) -> torch.device:
+        return args[self._ids_pos].device
 
     def _structured_check(self, args, am, tv: int, windows=None) -> str | None:
         """The structured probe at virtual length ``tv``: None if causal-with-padding there (within each site's
@@ -73,7 +76,7 @@ class MaskVerifier:
         index = mask_probe.probe_positions(tv, mask_probe.probe_boundaries(tv) +
                                            mask_probe.window_boundaries(tv, windows or []))
         with torch.no_grad():
-            outs = self.structured(*self._mask_args(args, probe), index, probe.shape[0])
+            outs = self.structured(*self._mask_args(args, probe), index.to(self._device(args)), probe.shape[0])
         return mask_probe.check_masks(outs, self.sites, probe, index, index, windows)
 
     def _site_windows(self, args, hi: int) -> list:
@@ -84,7 +87,8 @@ class MaskVerifier:
         def hidden_at(i: int, d: int) -> bool:
             probe = torch.ones(1, d + 1, dtype=torch.long)
             with torch.no_grad():
-                outs = self.structured(*self._mask_args(args, probe), torch.tensor([0, d]), 1)
+                outs = self.structured(*self._mask_args(args, probe),
+                                       torch.tensor([0, d], device=self._device(args)), 1)
             vis = mask_probe.visible(outs[i])
             # not a 0/-inf mask: no window to find; the check names the bias
             return vis is not None and not bool(vis[..., 1, 0].all())

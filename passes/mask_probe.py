@@ -218,6 +218,9 @@ def check_masks(outs, sites, probe: torch.Tensor, qpos: torch.Tensor, kpos: torc
     with causal-with-padding, restricted to ``qpos - kpos < W`` for a site whose entry of ``windows`` is W > 0;
     None if all agree, else the reason naming the node and the pattern found."""
     b = probe.shape[0]
+    # compared on the CPU: the mask graph's outputs are on the model's device, the probes on either
+    outs = [m.cpu() if isinstance(m, torch.Tensor) else m for m in outs]
+    probe, qpos, kpos = probe.cpu(), qpos.cpu(), kpos.cpu()
     pad = probe.bool()
     causal = (kpos[None, :] <= qpos[:, None])[None] & pad[:, kpos][:, None, :]
     qvalid = pad[:, qpos]
