@@ -46,6 +46,7 @@ from replaycompile.kernels.block_sparse_reference import budget_visibility_mask,
 from replaycompile.kernels import tree_attention as tree_attention_module
 from replaycompile.kernels.tree_attention import tree_attention
 from replaycompile.kernels.tree_attention_reference import tree_attention_reference
+from replaycompile.models import behaviour_logprobs  # old log-probs of a perturbed copy of the model
 
 T0 = time.perf_counter()
 
@@ -212,19 +213,6 @@ def correctness(args, device, res, save):
     res["correctness"].append(row)
     log(f"correctness: {row}")
     save()
-
-
-def behaviour_logprobs(model, ids, am, p, seed, scale=0.02):
-    """Completion log-probs [B, C] of a copy of ``model`` with every parameter perturbed by ``scale`` times its own
-    standard deviation: the rollout policy's stored log-probs, from parameters other than the ones trained."""
-    import copy
-    old = copy.deepcopy(model)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for q in old.parameters():
-            q.add_(scale * q.float().std().nan_to_num(0.0).item() * torch.randn(q.shape, generator=g).to(q))
-        logits = old(input_ids=ids, attention_mask=am, use_cache=False).logits
-        return logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
 
 
 def end_to_end(args, device, res, save):

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.models import behaviour_logprobs, tiny_model
 
 
 class _MallInfo2(ctypes.Structure):
@@ -94,15 +94,11 @@ def make_batch(group: int, prompt_len: int, cmin: int, cmax: int, vocab: int, sh
 
 
 def with_old_logprobs(model, batch, P: int):
-    """The batch plus the rollout engine's log-probs of the completion tokens (here: the model's own, perturbed a
-    little, as an off-policy rollout would be), so the clipped ratio and the loss value depend on the logits."""
+    """The batch plus the rollout policy's log-probs of the completion tokens: those of a perturbed copy of the model
+    (``replaycompile.models.behaviour_logprobs``, as after an optimizer step; one row per forward), so the clipped
+    ratio and the loss value depend on the model's logits."""
     ids, am, adv = batch
-    with torch.no_grad():
-        logp = torch.cat([model(input_ids=ids[i:i + 1], attention_mask=am[i:i + 1], use_cache=False,
-                                logits_to_keep=ids.shape[1] - P + 1).logits[:, :-1].float().log_softmax(-1)
-                          .gather(-1, ids[i:i + 1, P:, None]).squeeze(-1) for i in range(ids.shape[0])])
-    noise = 0.1 * torch.randn(logp.shape, generator=torch.Generator().manual_seed(7))
-    return ids, am, adv, logp + noise
+    return ids, am, adv, behaviour_logprobs(model, ids, am, P, seed=7, rows=1)
 
 
 def grpo_loss_from_logp(logp, old_logp, adv, cmask):

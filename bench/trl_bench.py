@@ -5,8 +5,9 @@ i.e. ``trainer.compute_loss(model, inputs)`` (TRL 1.16's ``_compute_loss``: the 
 of the completion, the clipped-ratio loss, its metrics) and ``trainer.accelerator.backward(loss)``, gradients
 zeroed before each step. Not timed: generation, rewards, the optimizer step. Every variant gets the same fixed
 batch in the format ``_compute_loss`` takes (``prompt_ids`` / ``prompt_mask`` / ``completion_ids`` /
-``completion_mask`` / ``advantages`` / ``num_items_in_batch``, plus ``old_per_token_logps``: the policy's own
-log-probs perturbed a little, as after a policy update, so the ratio and the loss value depend on the logits).
+``completion_mask`` / ``advantages`` / ``num_items_in_batch``, plus ``old_per_token_logps``: the log-probs of a
+perturbed copy of the policy, a rollout policy one small update away, so the ratio and the loss value depend on the
+logits).
 
 The batch is replay_bench's: one prompt of 1024 tokens sampled G=8 times, completions of 64-128 tokens (right
 padded), a Qwen3-shaped model (hidden 256, 4 layers, 4/2 heads, head_dim 64, vocab 32000, fp32), one process,
@@ -67,13 +68,18 @@ def trainer_for(model, vocab: int, G: int, C: int, **config):
 
 
 def inputs_for(trainer, ids, am, adv, P: int):
-    """The batch in the format ``_compute_loss`` takes; old log-probs from TRL's own path, perturbed."""
+    """The batch in the format ``_compute_loss`` takes; old log-probs from TRL's own path, run on a perturbed copy of
+    the policy (as after an optimizer step). The policy's own log-probs plus noise would make the ratio exp(-noise)
+    and the loss value independent of the model, so "equal logged losses" would mean nothing."""
+    from replaycompile.models import perturbed_copy
+
     prompt_ids, completion_ids = ids[:, :P], ids[:, P:]
     prompt_mask, completion_mask = am[:, :P], am[:, P:]
+    behaviour = perturbed_copy(trainer.model, seed=7)
     with torch.no_grad():
-        old, _, _ = type(trainer)._get_per_token_logps_and_entropies(trainer, trainer.model, ids, am,
+        old, _, _ = type(trainer)._get_per_token_logps_and_entropies(trainer, behaviour, ids, am,
                                                                      completion_ids.shape[1])
-    old = old + 0.1 * torch.randn(old.shape, generator=torch.Generator().manual_seed(7))
+    del behaviour
     return {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "completion_ids": completion_ids,
             "completion_mask": completion_mask, "advantages": adv,
             "num_items_in_batch": completion_mask.sum(), "old_per_token_logps": old * completion_mask}

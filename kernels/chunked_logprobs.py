@@ -45,7 +45,7 @@ from torch import Tensor
 
 from . import autocast as _autocast
 
-__all__ = ["chunked_logprobs", "chunked_logprobs_backward"]
+__all__ = ["chunked_logprobs", "chunked_logprobs_backward", "chunked_pair_logprobs", "chunked_pair_logprobs_backward"]
 
 
 def _check_inputs(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], targets: Tensor, chunk_rows: int) -> None:
@@ -267,8 +267,170 @@ def _backward(ctx, grad_logp, grad_entropy, _grad_lse):
 
 chunked_logprobs.register_autograd(_backward, setup_context=_setup_context)
 
+# ---------------------------------------------------------------- (row, target) pairs over unique rows
+#
+# The packed rows an RL loss reads are unique, but the positions it reads them at are not: the last prompt token of
+# a group predicts G different first completion tokens, and a loss over every position reads each shared prompt
+# row once per row of the batch. ``chunked_pair_logprobs`` takes the unique rows once and the pairs as (row,
+# target): each row's logits and log-sum-exp are computed once per chunk, every pair reads its target's logit from
+# its row's chunk, so the LM head does no more rows than the unfused head on the packed rows would.
+
+
+def _check_pairs(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], rows: Tensor, targets: Tensor,
+                 chunk_rows: int) -> None:
+    torch._check(hidden.dim() == 2 and weight.dim() == 2, lambda: "hidden must be [M, H] and weight [V, H]")
+    torch._check(hidden.shape[1] == weight.shape[1], lambda: "hidden and weight hidden sizes differ")
+    torch._check(hidden.dtype == weight.dtype, lambda: "hidden and weight dtypes differ")
+    torch._check(bias is None or (bias.shape == (weight.shape[0],) and bias.dtype == weight.dtype),
+                 lambda: "bias must be [V] in weight's dtype")
+    torch._check(rows.dim() == 1 and targets.dim() == 1 and rows.shape[0] == targets.shape[0],
+                 lambda: "rows and targets must be [P]")
+    torch._check(rows.dtype == torch.int64 and targets.dtype == torch.int64, lambda: "rows and targets: int64")
+    torch._check(chunk_rows > 0, lambda: "chunk_rows must be positive")
+
+
+def _pairs_by_chunk(rows: Tensor, m: int, chunk_rows: int):
+    """(order, row sorted, per chunk [p0, p1)): the pairs sorted by row, and each chunk's range of them."""
+    order = torch.argsort(rows, stable=True)
+    rs = rows.index_select(0, order)
+    starts = torch.arange(0, m + chunk_rows, chunk_rows, device=rows.device).clamp_(max=m)
+    bounds = torch.searchsorted(rs, starts).tolist()   # one host sync per call
+    return order, rs, bounds
+
+
+@torch.library.custom_op("replaycompile::chunked_pair_logprobs", mutates_args=())
+def chunked_pair_logprobs(
+    hidden: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor],
+    rows: Tensor,
+    targets: Tensor,
+    chunk_rows: int,
+    softcap: float,
+) -> tuple[Tensor, Tensor]:
+    """(logp [P], lse [M]): the log-softmax of ``F.linear(hidden[rows[p]], weight, bias)`` at ``targets[p]`` for
+    each pair p, each of the M rows' logits computed once, ``chunk_rows`` rows at a time."""
+    _check_pairs(hidden, weight, bias, rows, targets, chunk_rows)
+    m = hidden.shape[0]
+    acc_dt = _softmax_dtype(hidden.dtype)
+    lse = torch.empty(m, dtype=acc_dt, device=hidden.device)
+    logp = torch.empty(rows.shape[0], dtype=acc_dt, device=hidden.device)
+    order, rs, bounds = _pairs_by_chunk(rows, m, chunk_rows)
+    ts = targets.index_select(0, order)
+    buf = _chunk_buffer(hidden, weight, chunk_rows, softcap)
+    for i, (s, e) in enumerate(_chunks(m, chunk_rows)):
+        z = _chunk_logits(hidden[s:e], weight, bias, softcap, buf)
+        p0, p1 = bounds[i], bounds[i + 1]
+        local = rs[p0:p1] - s
+        z_t = z[local, ts[p0:p1]]                       # before the in-place exp below
+        mx = z.amax(-1, keepdim=True)
+        lse_c = z.sub_(mx).exp_().sum(-1).log_().add_(mx.squeeze(-1))
+        lse[s:e] = lse_c
+        logp[order[p0:p1]] = z_t - lse_c.index_select(0, local)
+        del z
+    return logp, lse
+
+
+@chunked_pair_logprobs.register_fake
+def _chunked_pair_logprobs_fake(hidden, weight, bias, rows, targets, chunk_rows, softcap):
+    _check_pairs(hidden, weight, bias, rows, targets, chunk_rows)
+    acc_dt = _softmax_dtype(hidden.dtype)
+    return hidden.new_empty((rows.shape[0],), dtype=acc_dt), hidden.new_empty((hidden.shape[0],), dtype=acc_dt)
+
+
+@torch.library.custom_op("replaycompile::chunked_pair_logprobs_backward", mutates_args=())
+def chunked_pair_logprobs_backward(
+    grad_logp: Tensor,
+    hidden: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor],
+    rows: Tensor,
+    targets: Tensor,
+    lse: Tensor,
+    chunk_rows: int,
+    softcap: float,
+    need_hidden: bool,
+    need_weight: bool,
+    need_bias: bool,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(grad_hidden [M, H], grad_weight [V, H], grad_bias [V]) of ``chunked_pair_logprobs`` (empty ``[0]`` where not
+    needed). Per row r with pairs p: d/dz_r = sum_p g_p onehot(t_p) - G_r softmax(z_r), G_r = sum_p g_p: one
+    recomputed chunk of logits serves every pair of its rows."""
+    m = hidden.shape[0]
+    acc_dt = _softmax_dtype(hidden.dtype)
+    need_bias = need_bias and bias is not None
+    g = grad_logp.to(acc_dt)
+    g_row = torch.zeros(m, dtype=acc_dt, device=hidden.device).index_add_(0, rows, g)
+    order, rs, bounds = _pairs_by_chunk(rows, m, chunk_rows)
+    ts, gs = targets.index_select(0, order), g.index_select(0, order)
+    grad_hidden = hidden.new_empty(hidden.shape) if need_hidden else hidden.new_empty((0,))
+    gw_acc = torch.zeros(weight.shape, dtype=acc_dt, device=weight.device) if need_weight else None
+    gb_acc = torch.zeros((weight.shape[0],), dtype=acc_dt, device=weight.device) if need_bias else None
+    buf = _chunk_buffer(hidden, weight, chunk_rows, softcap)
+    for i, (s, e) in enumerate(_chunks(m, chunk_rows)):
+        h = hidden[s:e]
+        z = _chunk_logits(h, weight, bias, softcap, buf)
+        p0, p1 = bounds[i], bounds[i + 1]
+        local = rs[p0:p1] - s
+        if softcap:
+            # capped = c * tanh(raw / c): d capped / d raw = 1 - (capped / c)^2
+            dcap = 1 - (z / softcap).square()
+            gz = torch.exp(z - lse[s:e, None]).mul_(-g_row[s:e, None])
+            gz.index_put_((local, ts[p0:p1]), gs[p0:p1], accumulate=True)
+            gz = gz * dcap
+            del dcap
+        else:
+            gz = z.sub_(lse[s:e, None]).exp_().mul_(-g_row[s:e, None])
+            gz.index_put_((local, ts[p0:p1]), gs[p0:p1], accumulate=True)
+        # the matmuls run in the input dtype, as F.linear's own backward would
+        gz_in = gz.to(hidden.dtype)
+        if need_hidden:
+            grad_hidden[s:e] = gz_in @ weight
+        if need_weight:
+            gw_acc.addmm_(gz_in.t(), h) if acc_dt == hidden.dtype else gw_acc.add_((gz_in.t() @ h).to(acc_dt))
+        if need_bias:
+            gb_acc += gz.sum(0)
+        del z, gz, gz_in
+    grad_weight = gw_acc.to(weight.dtype) if need_weight else weight.new_empty((0,))
+    grad_bias = gb_acc.to(bias.dtype) if need_bias else weight.new_empty((0,))
+    return grad_hidden, grad_weight, grad_bias
+
+
+@chunked_pair_logprobs_backward.register_fake
+def _chunked_pair_logprobs_backward_fake(grad_logp, hidden, weight, bias, rows, targets, lse, chunk_rows, softcap,
+                                         need_hidden, need_weight, need_bias):
+    grad_hidden = hidden.new_empty(hidden.shape) if need_hidden else hidden.new_empty((0,))
+    grad_weight = weight.new_empty(weight.shape) if need_weight else weight.new_empty((0,))
+    grad_bias = bias.new_empty(bias.shape) if need_bias and bias is not None else weight.new_empty((0,))
+    return grad_hidden, grad_weight, grad_bias
+
+
+def _pair_setup_context(ctx, inputs, output):
+    hidden, weight, bias, rows, targets, chunk_rows, softcap = inputs
+    _logp, lse = output
+    ctx.save_for_backward(hidden, weight, bias, rows, targets, lse)
+    ctx.meta = (chunk_rows, softcap)
+    ctx.mark_non_differentiable(lse)
+
+
+def _pair_backward(ctx, grad_logp, _grad_lse):
+    hidden, weight, bias, rows, targets, lse = ctx.saved_tensors
+    chunk_rows, softcap = ctx.meta
+    need_hidden, need_weight, need_bias = ctx.needs_input_grad[:3]
+    if not (need_hidden or need_weight or need_bias) or grad_logp is None:
+        return None, None, None, None, None, None, None
+    gh, gw, gb = chunked_pair_logprobs_backward(grad_logp, hidden, weight, bias, rows, targets, lse, chunk_rows,
+                                                softcap, need_hidden, need_weight, need_bias)
+    return (gh if need_hidden else None, gw if need_weight else None, gb if need_bias else None,
+            None, None, None, None)
+
+
+chunked_pair_logprobs.register_autograd(_pair_backward, setup_context=_pair_setup_context)
+
 # Autocast does not cast the chunked LM head: it computes in its inputs' dtypes, with autocast off inside (its
 # matmuls are not cast behind its fake's back). The rewrite casts hidden and weight to the dtype the replaced
 # linear ran in (passes/rewrite.py), so the op is exact wherever it lands relative to an autocast region.
 _autocast.register("replaycompile::chunked_logprobs")
 _autocast.register("replaycompile::chunked_logprobs_backward")
+_autocast.register("replaycompile::chunked_pair_logprobs")
+_autocast.register("replaycompile::chunked_pair_logprobs_backward")

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["chunked_logprobs_reference"]
+__all__ = ["chunked_logprobs_reference", "chunked_pair_logprobs_reference"]
 
 
 def chunked_logprobs_reference(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], targets: Tensor,
@@ -31,3 +31,14 @@ def chunked_logprobs_reference(hidden: Tensor, weight: Tensor, bias: Optional[Te
     logp = logp_all.gather(-1, targets[:, None]).squeeze(-1)
     entropy = -(logp_all.exp() * logp_all).sum(-1)
     return logp, entropy
+
+
+def chunked_pair_logprobs_reference(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], rows: Tensor,
+                                    targets: Tensor, softcap: float = 0.0) -> Tensor:
+    """logp [P] of ``chunked_pair_logprobs``: pair p's target log-prob of row ``rows[p]``, the rows' logits by the
+    unfused computation (each row once, then gathered per pair)."""
+    logits = F.linear(hidden, weight, bias)
+    if softcap:
+        logits = torch.tanh(logits / softcap) * softcap
+    logp_all = logits.to(torch.promote_types(logits.dtype, torch.float32)).log_softmax(-1)
+    return logp_all[rows, targets]

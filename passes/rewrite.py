@@ -25,6 +25,7 @@ from replaycompile.kernels import tree_attention as _tree_attention_module  # no
 from replaycompile.kernels.block_sparse_attention import default_blocks
 from replaycompile.kernels.tree_scan import gated_deltanet_packed
 
+from .loss_weights import keep_positions, space_weights
 from .nodes import LINEAR, B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
 from .region import GraphAnalysis, is_expand, is_reshape, packed_reshape
 from .selected_tokens import selected_only, token_axis
@@ -85,6 +86,15 @@ class PackedGraph:
     # attention sites among them (their queries at those tokens, keys and values at all)
     selected_nodes: int = 0
     selected_attention: int = 0
+    # slice spaces whose tokens the loss may weigh by zero (passes/loss_weights.py): space -> KeepExpr over the
+    # outputs of ``weights_gm`` (the weights, from the graph's inputs); ``inputs`` drops the tokens that no kept
+    # position reads
+    space_keep: dict = field(default_factory=dict)
+    weights_gm: fx.GraphModule | None = field(default=None, repr=False)
+    # spaces of the vocabulary gathers' logits (the LM head's rows: ``head_rows``)
+    head_spaces: tuple = ()
+    # what the last ``inputs`` call found: {"sizes": tokens per space, "positions_dropped", "tokens_dropped"}
+    last: dict = field(default_factory=dict, repr=False)
 
     def inputs(self, args, plan, split=None) -> list:
         """The packed graph's inputs after the original ``args``, in ``extra_inputs`` order, from the batch's
@@ -100,6 +110,8 @@ class PackedGraph:
         sizes = [plan.num_packed]
         sel_shared: dict = {}                # slice space -> its selected shared tokens (detach_prefix)
         sel_index: dict = {}                 # slice space -> its selected tokens (indices into space 0)
+        weights = None
+        dropped = [0, 0]                     # positions whose weights are all zero, tokens no kept position reads
         out = []
         for what in self.extra_inputs:
             if what == "plan":
@@ -110,6 +122,15 @@ class PackedGraph:
             elif what == "slice":
                 start, stop = (bound.get(x, x) for x in next(slices))
                 sel = src.select_columns(start, stop)
+                keep_expr = self.space_keep.get(len(sizes)) if split is None else None
+                if keep_expr is not None:
+                    if weights is None:
+                        weights = list(self.weights_gm(*args))
+                    keep = keep_positions(keep_expr, weights, *sel[1].shape)
+                    index, scatter, n_pos, n_tok = plan.refine_selection(sel[0], sel[1], keep)
+                    sel = (index, scatter)
+                    dropped[0] += n_pos
+                    dropped[1] += n_tok
                 out.extend(sel)
                 scatters.append(sel[-1])
                 sizes.append(sum(int(x.shape[0]) for x in sel[:-1]))
@@ -120,24 +141,25 @@ class PackedGraph:
             elif what[0] == "pairs":
                 sp = what[1]
                 if split is None:
-                    out.extend(plan.pairs(scatters[sp], 0, sizes[sp]))
+                    out.extend(plan.unique_pairs(scatters[sp], 0, sizes[sp]))
                     continue
                 # per stream: rows of the shared tokens come first in every space
                 n_s = split.num_shared if sp == 0 else sel_shared[sp]
                 for lo, hi in ((0, n_s), (n_s, sizes[sp])):
-                    out.extend(plan.pairs(scatters[sp], lo, hi))
+                    out.extend(plan.unique_pairs(scatters[sp], lo, hi))
             else:
                 raise AssertionError(f"unknown packed-graph input {what!r}")
+        self.last = dict(sizes=sizes, positions_dropped=dropped[0], tokens_dropped=dropped[1])
         return out
 
     def _pair_inputs(self) -> int:
         """How many of the inputs are the chunked LM head's pairs (the last ones)."""
-        return self.lm_head_sites * 2 * (2 if self.detach_prefix else 1)
+        return self.lm_head_sites * 3 * (2 if self.detach_prefix else 1)
 
     def lm_head_rows(self, extra: list) -> int:
-        """The (row, target) pairs the chunked LM head would compute, given ``inputs(...)``."""
+        """The unique packed rows the chunked LM head would compute logits for, given ``inputs(...)``."""
         n = self._pair_inputs()
-        return sum(int(x.shape[0]) for x in extra[len(extra) - n::2]) if n else 0
+        return sum(int(x.shape[0]) for x in extra[len(extra) - n + 2::3]) if n else 0
 
     def without_lm_head(self, extra: list) -> list:
         """``inputs(...)`` of this graph as those of the same graph without the chunked LM head."""
@@ -247,9 +269,10 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     chains = lm_head_chains(gm, a) if chunked_lm_head else {}
     pairs = {}
     for i, (gather, (h, _, _, _)) in enumerate(chains.items()):
-        # per stream: the flat (b, k) of each valid pair and the packed row it reads (in space order)
-        pairs[gather] = [(g.placeholder(f"rc_pairs{i}_flat_{st.name}"), g.placeholder(f"rc_pairs{i}_rows_{st.name}"))
-                         for st in streams]
+        # per stream: the flat (b, k) of each valid pair, its row among the unique rows the pairs read, and those
+        # rows (packed indices of the space, sorted)
+        pairs[gather] = [(g.placeholder(f"rc_pairs{i}_flat_{st.name}"), g.placeholder(f"rc_pairs{i}_local_{st.name}"),
+                          g.placeholder(f"rc_pairs{i}_rows_{st.name}")) for st in streams]
         extra.append(("pairs", a.space[h]))
     detached: dict = {}
 
@@ -354,9 +377,9 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             if n in chains:
                 h, w, bias, dtype = chains[n]
                 # the shared rows' logits are constants under detach_prefix: their pairs read a detached head
-                parts = [(flat, rows, no_grad(get_row(w), w) if st.no_grad else get_row(w),
+                parts = [(flat, local, rows, no_grad(get_row(w), w) if st.no_grad else get_row(w),
                           no_grad(get_row(bias), bias) if st.no_grad and bias is not None else get_row(bias))
-                         for st, (flat, rows) in zip(streams, pairs[n])]
+                         for st, (flat, local, rows) in zip(streams, pairs[n])]
                 row_env[n] = _emit_chunked_logprobs(g, n, shape(w), full(h, a.space[h]), parts,
                                                     get_row(_gather_args(n)[2]), scat[a.space[h]], dtype)
                 continue
@@ -441,6 +464,9 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
     vocab = max((int(shape(w)[0]) for _, w, _, _ in chains.values()), default=0)
+    weights = _space_weights(gm, a, old_nodes) if not detach_prefix and a.slices else None
+    head_spaces = tuple(a.space[_gather_args(n)[0]] for n in old_nodes
+                        if a.kind.get(n) == Kind.ROW and n in a.boundaries and _is_vocab_gather(n, a))
     bounds = tuple((sl.start, sl.stop) for sl in a.slices)
     bound_nodes = [x for sb in bounds for x in sb if isinstance(x, fx.Node)]
     _count_rewrites(new_gm)
@@ -452,9 +478,35 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         log.info("replay: %d values run only at the %s's selected tokens, %d attention(s) among them with queries "
                  "there only (nothing else reads them at the other tokens)", len(sel), _slice_name(a, sel_space),
                  n_sel_attention)
+    if weights is not None and weights.keep:
+        count("loss_weighted_spaces", len(weights.keep))
+        log.info("replay: the loss weighs %s by runtime masks: positions whose weights are zero are not computed",
+                 ", ".join(f"the {_slice_name(a, sp)}'s tokens" for sp in sorted(weights.keep)))
     return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab, bounds,
                        subgraph_module(gm, bound_nodes) if bound_nodes else None, _row_outputs(out_node, a),
-                       len(sel), n_sel_attention)
+                       len(sel), n_sel_attention,
+                       space_keep=dict(weights.keep) if weights is not None else {},
+                       weights_gm=subgraph_module(gm, weights.nodes) if weights is not None and weights.keep
+                       else None, head_spaces=head_spaces)
+
+
+def _space_weights(gm: fx.GraphModule, a: GraphAnalysis, nodes: list):
+    """``loss_weights.space_weights`` of the graph: where each slice space's values leave the packed region."""
+    exits: dict = {sl.space: [] for sl in a.slices}
+    for n in nodes:
+        if n.op == "output":
+            for x in n.all_input_nodes:
+                if a.kind.get(x) == Kind.PACKED and a.space.get(x) in exits:
+                    exits[a.space[x]].append((None, None))
+            continue
+        if a.kind.get(n) != Kind.ROW:
+            continue
+        for x in n.all_input_nodes:
+            if a.kind.get(x) != Kind.PACKED or a.space.get(x) not in exits:
+                continue
+            gathered = _is_vocab_gather(n, a) and _gather_args(n)[0] is x
+            exits[a.space[x]].append((n, None if gathered else x))
+    return space_weights(gm, a, exits)
 
 
 def _slice_name(a: GraphAnalysis, space: int) -> str:
@@ -474,7 +526,7 @@ def _row_outputs(out_node: fx.Node, a: GraphAnalysis) -> tuple:
 
 
 _TREE_ATTENTION = torch.ops.replaycompile.tree_attention.default
-_CHUNKED_LOGPROBS = torch.ops.replaycompile.chunked_logprobs.default
+_CHUNKED_LOGPROBS = torch.ops.replaycompile.chunked_pair_logprobs.default
 
 
 def _count_rewrites(gm: fx.GraphModule) -> None:
@@ -606,20 +658,21 @@ def lm_head_chains(gm: fx.GraphModule, a: GraphAnalysis) -> dict:
 
 def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, scatter, dtype) -> fx.Node:
     """``gather(log_softmax(linear(h)), -1, index)`` at the valid (row, position) pairs of ``scatter``, zeros at
-    pads, shaped like ``index``: the LM head runs on one packed row per pair (a shared last-prompt row once
-    per branch that reads it), ``chunk`` rows at a time, in ``dtype`` (the replaced linear's; h, weight and bias
-    are cast to it where autocast cast them). ``parts``: (pair_flat, pair_rows, weight, bias) per stream."""
+    pads, shaped like ``index``: the LM head runs once on each unique packed row the pairs read (a shared
+    last-prompt row once, however many branches read it), ``chunk`` rows at a time, in ``dtype`` (the replaced
+    linear's; h, weight and bias are cast to it where autocast cast them). ``parts``: (pair_flat, pair_local,
+    unique rows, weight, bias) per stream."""
     vocab, hidden = int(w_shape[0]), int(w_shape[1])
     chunk = min(4096, 1 << max(0, (LM_HEAD_CHUNK_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
     h2 = g.call_method("reshape", (h, (-1, hidden)))
     idx = g.call_method("reshape", (index, (-1,)))
     out = None
-    for pair_flat, pair_rows, w, bias in parts:
-        rows = _to(g, g.call_function(torch.index_select, (h2, 0, pair_rows)), dtype)
+    for pair_flat, pair_local, uniq, w, bias in parts:
+        rows = _to(g, g.call_function(torch.index_select, (h2, 0, uniq)), dtype)
         w, bias = _to(g, w, dtype), _to(g, bias, dtype)
         targets = g.call_function(torch.index_select, (idx, 0, pair_flat))
-        res = g.call_function(torch.ops.replaycompile.chunked_logprobs.default,
-                              (rows, w, bias, targets, chunk, False, 0.0))
+        res = g.call_function(torch.ops.replaycompile.chunked_pair_logprobs.default,
+                              (rows, w, bias, pair_local, targets, chunk, 0.0))
         logp = g.call_method("to", (g.call_function(operator.getitem, (res, 0)), val(n).dtype))
         if out is None:
             out = g.call_method("new_zeros", (logp, (g.call_method("numel", (scatter,)),)))

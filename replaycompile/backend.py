@@ -249,6 +249,8 @@ class ReplayGraph:
         self.packed_chunked: PackedGraph | None = None  # the same with the chunked LM head, where one fuses
         self._lm_head_ran = 0               # chunked LM-head sites the last packed call ran
         self._selected_ran = (0, 0)         # (attention sites, values) the last packed call ran at a slice's tokens
+        self._head_rows = 0                 # rows the last packed call's LM head computed
+        self._dropped = (0, 0)              # (positions, tokens) the last packed call left out: zero loss weight
         self._inner = _CountingBackend(opts.inner)
         self._inner_packed = _CountingBackend(opts.inner, fx_graph_cache=False)
         cid = torch._guards.CompileContext.current_compile_id()
@@ -417,6 +419,9 @@ class ReplayGraph:
             lm_head_chunked=self._lm_head_ran if applied else 0,
             queries_selected=self._selected_ran[0] if applied else 0,
             selected_only_values=self._selected_ran[1] if applied else 0,
+            lm_head_rows=self._head_rows if applied else None,
+            weighted_positions_dropped=self._dropped[0] if applied else 0,
+            weighted_tokens_dropped=self._dropped[1] if applied else 0,
             # recurrent layers computed per row (module paths): their tokens are not shared inside them
             recurrent_per_row=list(self.per_row_layers) if applied else [],
             # the positions each of those layers ran on: every row's every column, padding included
@@ -487,10 +492,23 @@ class ReplayGraph:
             extra = packed.inputs(args, plan, split)
         self._lm_head_ran = packed.lm_head_sites
         self._selected_ran = (packed.selected_attention, packed.selected_nodes)
+        last = (self.packed_chunked or self.packed).last   # the graph whose ``inputs`` built this call's
+        self._head_rows = packed.lm_head_rows(extra) if packed.lm_head_sites else \
+            sum(int(last["sizes"][sp]) for sp in packed.head_spaces if sp < len(last["sizes"]))
+        self._dropped = (last.get("positions_dropped", 0), last.get("tokens_dropped", 0))
+        if self._dropped[0]:
+            count("loss_weighted_positions_dropped", self._dropped[0])
+            count("loss_weighted_tokens_dropped", self._dropped[1])
         out, failed = self._run_packed(packed, args, extra, dev)
         if failed is not None:  # compiling the packed graph failed: fall back for good, correct results first
             self.reason = failed
             return self._fallback(self.reason, args, plan)
+        if self._dropped[0] and not _all_finite(out):
+            # a weighted value came out non-finite: eager's 0 * inf at a dropped position is NaN, and the packed
+            # graph read zeros there in place of the log-probs; this call runs as eager would
+            count("loss_weighted_nonfinite_reruns")
+            return self._fallback("the loss came out non-finite with zero-weight positions left out; this call "
+                                  "ran unpacked, as eager computes it", args, plan)
         batch = _Batch(plan, am.long() if am is not None else torch.ones(plan.batch_size, plan.seq_len,
                                                                          dtype=torch.long),
                        valid_known=am is not None or bool(self.analysis.attention))
@@ -670,6 +688,13 @@ class ReplayGraph:
         self._continued_verifications += 1
         count("masks_verified")
         return why
+
+
+def _all_finite(out) -> bool:
+    """Every floating tensor among a graph's outputs is finite."""
+    vals = out if isinstance(out, (tuple, list)) else (out,)
+    return all(bool(torch.isfinite(x).all()) for x in vals
+               if isinstance(x, torch.Tensor) and x.is_floating_point())
 
 
 _sparrow_count = [0]

@@ -25,34 +25,49 @@ def _batch(group: int, prompt_len: int, cmin: int, cmax: int, vocab: int, seed: 
     return ids, am, torch.randn(group, generator=g)
 
 
-def demo(args) -> int:
-    import replaycompile
+def demo_model(hidden: int, layers: int, vocab: int):
+    """The demo's tiny Qwen3 (4 query / 2 key-value heads, MLP 3x wide), deterministic."""
     from replaycompile.models import tiny_model
 
-    torch.manual_seed(0)
-    model = tiny_model("qwen3", hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=4,
-                       num_key_value_heads=2, head_dim=args.hidden // 4, intermediate_size=3 * args.hidden,
-                       vocab_size=args.vocab)
-    ids, am, adv = _batch(args.group, args.prompt, args.min_completion, args.max_completion, args.vocab)
-    P = args.prompt
+    return tiny_model("qwen3", hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                      num_key_value_heads=2, head_dim=hidden // 4, intermediate_size=3 * hidden, vocab_size=vocab)
 
-    # The rollout engine's log-probs of the sampled tokens (off-policy by a little, as in any RL loop): the
-    # ratio against them, and so the loss value, depends on the logits. (Against logp.detach() the ratio is
-    # exactly 1 and the loss a constant, which would make "equal losses" mean nothing.)
-    with torch.no_grad():
-        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
-        logp0 = logits[:, P - 1:-1].float().log_softmax(-1).gather(-1, ids[:, P:, None]).squeeze(-1)
-        old_logp = logp0 + 0.1 * torch.randn(logp0.shape, generator=torch.Generator().manual_seed(1))
-        del logits
+
+def demo_batch(model, group: int, prompt_len: int, cmin: int, cmax: int, seed: int = 0):
+    """The demo's batch ``(ids, am, adv, old_logp)``: ``group`` rollouts of one prompt, right padded, and the rollout
+    policy's stored log-probs of the completion tokens. Those come from a perturbed copy of ``model`` (as after an
+    optimizer step), so the ratio, and the loss value, depend on ``model``'s logits. (The model's own log-probs, plus
+    noise or not, would make the ratio independent of the model and "equal losses" mean nothing.)"""
+    from replaycompile.models import behaviour_logprobs
+
+    ids, am, adv = _batch(group, prompt_len, cmin, cmax, model.config.vocab_size, seed)
+    old_logp = behaviour_logprobs(model, ids, am, prompt_len, seed=seed + 1)
+    return ids, am, adv, old_logp
+
+
+def demo_step(prompt_len: int):
+    """The demo's loss ``step(model, ids, am, adv, old_logp)``, what a GRPO trainer computes: completion log-probs,
+    clipped ratio x advantage, masked mean."""
+    P = prompt_len
 
     def grpo_step(model, ids, am, adv, old_logp):
-        """What a GRPO trainer computes: completion log-probs, clipped ratio x advantage, masked mean."""
         logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
         logp = logits[:, P - 1:-1].float().log_softmax(-1).gather(-1, ids[:, P:, None]).squeeze(-1)
         ratio = torch.exp(logp - old_logp)
         obj = torch.minimum(ratio * adv[:, None], ratio.clamp(0.8, 1.2) * adv[:, None])
         cm = am[:, P:].float()
         return -(obj * cm).sum() / cm.sum()
+    return grpo_step
+
+
+def demo(args) -> int:
+    import replaycompile
+
+    torch.manual_seed(0)
+    model = demo_model(args.hidden, args.layers, args.vocab)
+    P = args.prompt
+    ids, am, adv, old_logp = demo_batch(model, args.group, P, args.min_completion, args.max_completion)
+    grpo_step = demo_step(P)
 
     def run(fn):
         for p in model.parameters():

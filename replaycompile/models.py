@@ -61,3 +61,39 @@ def tiny_model(family: str = "qwen3", attn_implementation: str = "sdpa", seed: i
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(cfg)
     return model.to(dtype)
+
+
+def perturbed_copy(model, seed: int = 0, scale: float = 0.02):
+    """A deep copy of ``model`` with every parameter moved by ``scale`` times its own standard deviation (seeded
+    Gaussian noise; a parameter with zero or undefined spread, e.g. a norm weight of ones, stays put): a policy a
+    small update away from ``model``, as the rollout policy is from the one being trained."""
+    import copy
+
+    old = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for q in old.parameters():
+            q.add_(scale * q.float().std().nan_to_num(0.0).item() * torch.randn(q.shape, generator=g).to(q))
+    return old
+
+
+def behaviour_logprobs(model, input_ids, attention_mask, prompt_len: int, seed: int = 0, scale: float = 0.02,
+                       rows: int | None = None) -> torch.Tensor:
+    """The stored rollout ("old") log-probs of a GRPO/PPO batch, for tests, demos and benchmarks: [B, C] float32
+    log-probs of the completion tokens ``input_ids[:, prompt_len:]`` under :func:`perturbed_copy` of ``model``,
+    computed under no_grad, ``rows`` rows per forward (all at once by default).
+
+    Why a perturbed copy: the old log-probs must come from parameters other than the ones trained. The current
+    model's own log-probs plus noise make the ratio exp(logp - old_logp) equal exp(-noise) at evaluation, so the
+    loss value no longer depends on the model at all, and "the compiled loss equals eager's" proves nothing."""
+    old = perturbed_copy(model, seed, scale)
+    c = input_ids.shape[1] - prompt_len
+    b = input_ids.shape[0]
+    rows = b if rows is None else rows
+    out = []
+    with torch.no_grad():
+        for i in range(0, b, rows):
+            logits = old(input_ids=input_ids[i:i + rows], attention_mask=attention_mask[i:i + rows], use_cache=False,
+                         logits_to_keep=c + 1).logits[:, :-1]
+            out.append(logits.float().log_softmax(-1).gather(-1, input_ids[i:i + rows, prompt_len:, None]).squeeze(-1))
+    return torch.cat(out)

@@ -74,6 +74,14 @@ class ReplayPlan:
         flat = torch.nonzero(inside).reshape(-1)
         return flat, scatter.index_select(0, flat)
 
+    @staticmethod
+    def unique_pairs(scatter: torch.Tensor, lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(flat, local, rows)``: as ``pairs``, with each pair's packed row given as ``local``, its position in
+        ``rows``, the sorted unique packed rows the pairs read: the LM head computes each of those once."""
+        flat, packed = ReplayPlan.pairs(scatter, lo, hi)
+        rows, local = torch.unique(packed, sorted=True, return_inverse=True)
+        return flat, local.to(torch.int64), rows.to(torch.int64)
+
     def select_columns(self, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Columns [start, stop) of every row, python slice semantics.
 
@@ -94,6 +102,29 @@ class ReplayPlan:
         if int(uniq[-1]) == self.num_packed:
             uniq = uniq[:-1]
         return uniq.to(torch.int64), inv.to(torch.int64).reshape(sub.shape)
+
+    @staticmethod
+    def refine_selection(index: torch.Tensor, scatter: torch.Tensor, keep: torch.Tensor, min_tokens: int = 2
+                         ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+        """A ``select_columns`` result without the positions ``keep`` [B, K] (bool) drops: ``(index, scatter,
+        positions dropped, tokens dropped)``. A dropped position scatters to the pad slot (its values read as
+        zeros); a token is dropped when no kept position reads it (a shared token stays while one branch keeps
+        it). Unchanged where fewer than ``min_tokens`` would remain (a 0- or 1-token space would specialise the
+        compiled graph's shapes)."""
+        m = int(index.shape[0])
+        real = scatter < m
+        kept = real & keep.to(device=scatter.device, dtype=torch.bool)
+        n_pos = int(real.sum()) - int(kept.sum())
+        if n_pos == 0:
+            return index, scatter, 0, 0
+        used = torch.zeros(m, dtype=torch.bool, device=scatter.device)
+        used[scatter[kept]] = True
+        m2 = int(used.sum())
+        if m2 < min_tokens:
+            return index, scatter, 0, 0
+        new_of = torch.cumsum(used, 0) - 1
+        refined = torch.where(kept, new_of[scatter.clamp(max=m - 1)], torch.full_like(scatter, m2))
+        return index[used.to(index.device)], refined, n_pos, m - m2
 
     def query_segments(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The segment CSR (``seg_q``, ``seg_kv_ptr``, ``kv_ranges``) of tree attention whose queries are only the

@@ -48,6 +48,12 @@ class GraphStats:
     # positions: passes/selected_tokens.py), and the packed values computed there only
     queries_selected: int | None = None
     selected_only_values: int | None = None
+    # rows the LM head computed (the packed rows its vocabulary gathers read, each once: unique rows, not
+    # (row, target) pairs), and what a loss weight of zero left out (passes/loss_weights.py): the positions whose
+    # every weight was zero, and the packed tokens no kept position read (the LM head and what feeds only it)
+    lm_head_rows: int | None = None
+    weighted_positions_dropped: int | None = None
+    weighted_tokens_dropped: int | None = None
     recurrent_per_row: list[str] | None = None  # recurrent layers computed per row (module paths): not shared inside
     recurrent_tokens_computed: int | None = None  # the positions those layers ran on (rows x columns, padding too)
     recurrent_tree_scan: list[str] | None = None  # recurrent layers run on the prefix tree (module paths): shared

@@ -33,10 +33,10 @@ def test_chunked_lm_head_step_is_exact(family, replay_graphs, monkeypatch):
     assert st["applied"] and st["lm_head_chunked"] == 1, st
     assert_same_step(ref, got)
     ops = _packed_ops(replay_graphs)
-    assert "replaycompile.chunked_logprobs.default" in ops
+    assert "replaycompile.chunked_pair_logprobs.default" in ops
     assert not any("log_softmax" in o for o in ops), "the unfused log-softmax must be gone from the packed graph"
-    chunk = next(n.args[4] for g in replay_graphs for n in g.packed_chunked.gm.graph.nodes
-                 if str(n.target) == "replaycompile.chunked_logprobs.default")
+    chunk = next(n.args[5] for g in replay_graphs for n in g.packed_chunked.gm.graph.nodes
+                 if str(n.target) == "replaycompile.chunked_pair_logprobs.default")
     pairs = int(am[:, p:].sum())
     assert chunk == 8 and pairs % chunk, "several chunks, the last one ragged"
 
