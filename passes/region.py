@@ -29,6 +29,7 @@ import torch.fx as fx
 
 from .attention_sites import find_attention_sites
 from . import recurrent
+from .cross_entropy import REFINABLE
 from .nodes import (EMBEDDING, VIEW_NAMES, B, BT, Decline, Kind, NotCandidate, T, count, is_symint_node,
                     node_desc, op_name, same_size, shape, val)
 from .roles import infer_roles, is_elementwise, prefix_scan, routing_value
@@ -382,6 +383,8 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         if why is None and isinstance(r, tuple):
             kind[n], roles[n] = Kind.PACKED, r
             sl = _seq_slice(n, roles, a)
+            if sl is not None and spaces != {0} and n.meta.get(REFINABLE):
+                sl = None  # the head's rows are a slice's already (sunk below the final norm): an identity here
             if sl is not None and spaces != {0}:
                 why = "it slices the sequence axis of an already sliced value"
             elif sl is not None:
@@ -508,6 +511,8 @@ def _seq_slice(n: fx.Node, roles: dict, a: GraphAnalysis):
                 if v is not None and not isinstance(v, int) and not is_symint_node(v):
                     raise Decline(f"{node_desc(n)} slices the sequence axis at a data-dependent position")
             symbolic = any(isinstance(v, fx.Node) for v in (start, stop))
+            if n.meta.get(REFINABLE):  # a full slice placed to give the LM head's rows a space (cross_entropy.py)
+                return (0 if start is None else start, 2**62 if stop is None else stop)
             if not symbolic:
                 if start in (None, 0) and stop is None:
                     return None

@@ -22,6 +22,7 @@ import torch.fx.experimental._config  # noqa: F401 - use_duck_shape, patched aro
 
 from replaycompile.passes import mask_probe, recurrent
 from replaycompile.passes.attention_sites import find_attention_sites
+from replaycompile.passes.cross_entropy import decompose_cross_entropy
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.mask_check import MaskVerifier
 from replaycompile.passes.nodes import B, T, Decline, count, subgraph_module, upstream
@@ -269,6 +270,7 @@ class ReplayGraph:
         self._warned_below_threshold = False
         try:
             sink_slices(gm)  # semantics-preserving: the LM head after the loss's slice, not before it
+            decompose_cross_entropy(gm)  # semantics-preserving: HF's labels loss as a masked log-prob gather
             inline_checkpoints(gm)  # semantics-preserving: activation-checkpoint regions become plain nodes
             self.analysis: GraphAnalysis = analyze(gm)
             self.reason = self.analysis.reason

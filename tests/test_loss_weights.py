@@ -224,3 +224,55 @@ def test_random_masks_are_exact(lens, seed, density):
     dropped = st_["weighted_positions_dropped"]
     real = am[:, :-1] != 0
     assert dropped in (0, int(real.sum()) - int(((cm != 0) & real).sum()))
+
+
+def hf_labels_loss(model, ids, am, labels):
+    """HF's own loss: ``labels`` with -100 at the prompt and padding (ForCausalLMLoss: cross-entropy, mean)."""
+    return model(input_ids=ids, attention_mask=am, labels=labels, use_cache=False).loss
+
+
+def _labels(ids, am, p):
+    labels = ids.clone()
+    labels[:, :p] = -100
+    labels[am == 0] = -100
+    return labels
+
+
+@pytest.mark.parametrize("batch", ["group", "tree"])
+def test_hf_labels_loss_runs_the_head_on_the_labelled_tokens(batch):
+    """cross_entropy with ignore_index (passes/cross_entropy.py) becomes a weighted log-prob gather: exact, the
+    LM head on as many rows as the completion-sliced loss's, the prompt's tokens dropped."""
+    model = tiny_model("qwen3")
+    ids, am, adv, old, cm, p = _inputs(group_batch() if batch == "group" else tree_batch())
+    labels = _labels(ids, am, p)
+    ref = run(hf_labels_loss, model, ids, am, labels)
+    got = run(torch.compile(hf_labels_loss, backend="replay", options=AOT), model, ids, am, labels)
+    assert_same_step(ref, got)
+    st_ = replaycompile.last_stats()
+    assert counters["replay"]["cross_entropy_decomposed"] == 1
+    assert st_["applied"] and st_["weighted_tokens_dropped"] > 0, st_
+    torch._dynamo.reset()
+    run(torch.compile(sliced_loss, backend="replay", options=AOT), model, ids, am, adv, old, cm, p)
+    assert st_["lm_head_rows"] == replaycompile.last_stats()["lm_head_rows"]
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_cross_entropy_reductions(reduction):
+    """F.cross_entropy on a sliced, flattened logits tensor in each reduction, weighted per row afterwards."""
+    model = tiny_model("qwen3")
+    ids, am, adv, old, cm, p = _inputs(group_batch())
+    labels = _labels(ids, am, p)
+
+    def loss(model, ids, am, labels, adv):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+        v = logits.shape[-1]
+        out = torch.nn.functional.cross_entropy(logits[:, :-1].float().reshape(-1, v), labels[:, 1:].reshape(-1),
+                                                ignore_index=-100, reduction=reduction)
+        if reduction == "none":
+            return (out.view(ids.shape[0], -1) * adv[:, None]).sum()
+        return out
+    ref = run(loss, model, ids, am, labels, adv)
+    got = run(torch.compile(loss, backend="replay", options=AOT), model, ids, am, labels, adv)
+    assert_same_step(ref, got)
+    st_ = replaycompile.last_stats()
+    assert st_["applied"] and st_["weighted_positions_dropped"] > 0, st_

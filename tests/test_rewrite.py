@@ -72,9 +72,12 @@ def test_packed_graph_runs_on_the_inputs_it_declares(detach_prefix, chunked):
     assert len(extra) == len(ph) - n_orig
     assert all(isinstance(x, torch.Tensor) and x.dtype == torch.int64 for x in extra)
     if chunked:
-        # the (row, target) pairs: one per real completion-predicting position
-        assert packed.lm_head_rows(extra) == int(am[:, p - 1:-1].sum())
-        assert len(packed.without_lm_head(extra)) == len(extra) - 2 * (2 if detach_prefix else 1)
+        # the unique rows the pairs read: the shared last prompt row once, then each row's own; exact mode
+        # leaves out the positions the loss weighs by zero (those predicting a pad: passes/loss_weights.py)
+        b = ids.shape[0]
+        predicting = am[:, p:] if not detach_prefix else am[:, p - 1:-1]
+        assert packed.lm_head_rows(extra) == int(predicting.sum()) - (b - 1)
+        assert len(packed.without_lm_head(extra)) == len(extra) - 3 * (2 if detach_prefix else 1)
     else:
         assert packed.lm_head_rows(extra) == 0 and packed.without_lm_head(extra) == extra
 
