@@ -313,7 +313,22 @@ def step_timing(args, device, res, save):
         def sliced_step(ids, am):
             return loss_of(model(input_ids=ids, attention_mask=am, use_cache=False).logits[:, p - 1:-1])
 
-        replay_step = torch.compile(sliced_step, backend="replay", options={"inner": "aot_eager"})
+        cm_all = torch.zeros(b, p + c - 1, device=device)
+        cm_all[:, p - 1:] = cm
+        old_all = torch.zeros(b, p + c - 1, device=device)
+        old_all[:, p - 1:] = old_logp
+
+        def masked_step(ids, am):
+            # the loss over every position times the completion mask (issue 29's form): replay computes the LM
+            # head only where the mask keeps a position
+            logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
+            logp = logits[:, :-1].float().log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+            ratio = torch.exp(logp - old_all)
+            obj = torch.minimum(ratio * adv[:, None], ratio.clamp(0.8, 1.28) * adv[:, None])
+            return -(obj * cm_all).sum() / cm_all.sum()
+
+        forms = {"sliced": sliced_step, "masked": masked_step}
+        replays = {k: torch.compile(f, backend="replay", options={"inner": "aot_eager"}) for k, f in forms.items()}
 
         def run(fn):
             model.zero_grad(set_to_none=True)
@@ -323,23 +338,28 @@ def step_timing(args, device, res, save):
 
         ref_loss = run(eager_step)
         ref_grads = [q.grad.detach().float().clone() for q in model.parameters()]
-        before = tree_attention_module.calls_by_path()
-        got_loss = run(replay_step)
-        ran = ran_both(before)
-        st = replaycompile.last_stats()
-        worst = max(rel(q.grad.float(), r) for q, r in zip(model.parameters(), ref_grads))
-        med = time_variants({"eager": lambda: run(eager_step), "replay": lambda: run(replay_step)},
-                            args.reps, device)
-        loss_rel = abs((got_loss - ref_loss).item()) / max(abs(ref_loss.item()), 1e-30)
+        checks = {}
+        for k, fn in replays.items():
+            before = tree_attention_module.calls_by_path()
+            got_loss = run(fn)
+            ran = ran_both(before)
+            st = replaycompile.last_stats()
+            worst = max(rel(q.grad.float(), r) for q, r in zip(model.parameters(), ref_grads))
+            checks[k] = (got_loss, ran, st, worst)
+        med = time_variants({"eager": lambda: run(eager_step),
+                             **{k: (lambda fn=fn: run(fn)) for k, fn in replays.items()}}, args.reps, device)
         tol = 1e-4 if dtype == torch.float32 else 5e-2
-        row = dict(case=f"Qwen3 {shape['num_hidden_layers']}L h{shape['hidden_size']} V{v} {str(dtype)[6:]}, "
-                        f"G={b}, prompt {p}, completions <= {c}; replay inner aot_eager",
-                   eager_s=med["eager"], replay_s=med["replay"], speedup=med["eager"] / med["replay"],
-                   tokens_in=st["tokens_in"], tokens_computed=st["tokens_computed"], loss=ref_loss.item(),
-                   loss_rel=loss_rel, worst_grad_rel=worst, attention_ran=f"{ran[0]}/{ran[1]}")
-        row["pass"] = bool(st["applied"] and worst <= tol and loss_rel <= tol)
-        res["step"].append(row)
-        log(f"step: {row}")
+        for k, (got_loss, ran, st, worst) in checks.items():
+            loss_rel = abs((got_loss - ref_loss).item()) / max(abs(ref_loss.item()), 1e-30)
+            row = dict(case=f"Qwen3 {shape['num_hidden_layers']}L h{shape['hidden_size']} V{v} {str(dtype)[6:]}, "
+                            f"G={b}, prompt {p}, completions <= {c}; loss {k}; replay inner aot_eager",
+                       eager_s=med["eager"], replay_s=med[k], speedup=med["eager"] / med[k],
+                       tokens_in=st["tokens_in"], tokens_computed=st["tokens_computed"], loss=ref_loss.item(),
+                       loss_rel=loss_rel, worst_grad_rel=worst, attention_ran=f"{ran[0]}/{ran[1]}",
+                       lm_head_rows=st.get("lm_head_rows"), weighted_tokens_dropped=st.get("weighted_tokens_dropped"))
+            row["pass"] = bool(st["applied"] and worst <= tol and loss_rel <= tol)
+            res["step"].append(row)
+            log(f"step: {row}")
         save()
 
 
@@ -476,11 +496,11 @@ def markdown(res: dict) -> str:
                 f"worst grad rel {e['worst_grad_rel']:.1e}, pass={e['pass']}"]
     if res.get("step"):
         out += ["", "## GRPO training step (forward, loss, backward; median s, interleaved)", "",
-                "| case | eager logits_to_keep s | replay s | speedup | tokens computed / in | loss rel | "
-                "worst grad rel | attention ran | pass |", "|---|---|---|---|---|---|---|---|---|"]
+                "| case | eager logits_to_keep s | replay s | speedup | tokens computed / in | LM-head rows | loss rel | "
+                "worst grad rel | attention ran | pass |", "|---|---|---|---|---|---|---|---|---|---|"]
         for r in res["step"]:
             out.append(f"| {r['case']} | {r['eager_s']:.4f} | {r['replay_s']:.4f} | {r['speedup']:.2f}x | "
-                       f"{r['tokens_computed']}/{r['tokens_in']} | {r['loss_rel']:.1e} | {r['worst_grad_rel']:.1e} | "
+                       f"{r['tokens_computed']}/{r['tokens_in']} | {r.get('lm_head_rows')} | {r['loss_rel']:.1e} | {r['worst_grad_rel']:.1e} | "
                        f"{r['attention_ran']} | {r['pass']} |")
     for key, title in (("timings", "Forward+backward"), ("block_sweep", "Block-size sweep (tree kernel)")):
         if not res.get(key):
