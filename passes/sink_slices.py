@@ -34,6 +34,30 @@ def _plain_slices(idx):
     return idx
 
 
+def _compose(first, second):
+    """One slice tuple equal to ``v[first][second]`` for every length of the sliced axis, or None. Taken: one axis
+    sliced by both, ``first`` a suffix ``[-k:]`` (``logits_to_keep``) and ``second`` ``[:-m]`` (a loss's shift):
+    ``v[-k:][:-m] == v[-k:-m]`` for any length L (both start at max(L - k, 0); both stop at L - m, or are empty
+    when m >= min(k, L))."""
+    if first is None or second is None:
+        return None
+    k1, k2 = _touched(first), _touched(second)
+    if k1 == 0 or k1 != k2 or any(not _full(x) for x in first[:k1 - 1] + second[:k2 - 1]):
+        return None
+    a, b = first[k1 - 1], second[k2 - 1]
+    ints = all(isinstance(v, int) or v is None for v in (a.start, a.stop, b.start, b.stop))
+    if not ints or a.step not in (None, 1) or b.step not in (None, 1):
+        return None
+    if a.stop is None and a.start is not None and a.start < 0 and b.start in (None, 0) and \
+            b.stop is not None and b.stop < 0:
+        return first[:k1 - 1] + (slice(a.start, b.stop),)
+    return None
+
+
+def _full(x: slice) -> bool:
+    return x.start in (None, 0) and x.stop is None and x.step in (None, 1)
+
+
 def _touched(idx) -> int:
     """How many leading dims the slice tuple restricts (full slices at the end do not count)."""
     k = 0
@@ -113,6 +137,18 @@ def sink_slices(gm: fx.GraphModule) -> int:
                 continue
             y = x.args[0] if x.args else None
             if not isinstance(y, fx.Node) or not isinstance(_val(y), torch.Tensor):
+                continue
+            if x.op == "call_function" and x.target is operator.getitem:
+                both = _compose(_plain_slices(x.args[1]), idx)
+                if both is not None:  # x[-k:][:-m] -> x[-k:-m]: one slice of the axis (one packed space)
+                    with gm.graph.inserting_before(g):
+                        one = gm.graph.call_function(operator.getitem, (y, both))
+                    one.meta["example_value"] = _val(g)
+                    g.replace_all_uses_with(one)
+                    gm.graph.erase_node(g)
+                    gm.graph.erase_node(x)
+                    moved += 1
+                    changed = True
                 continue
             ok = False
             if x.op == "call_function" and x.target in _LINEAR:

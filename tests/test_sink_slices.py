@@ -87,3 +87,42 @@ def test_slice_moves_through_a_binary_op_with_a_broadcast_scalar():
     counters.clear()
     assert sink_slices(gm) == 2 and counters["replay"]["slices_sunk"] == 2
     torch.testing.assert_close(gm(*inputs), ref, rtol=1e-6, atol=1e-6)  # a matmul over fewer rows may round differently
+
+
+def test_compose_suffix_then_shift_equals_for_every_length():
+    """``v[-k:][:-m]`` and the one slice ``v[-k:-m]`` that replaces it (logits_to_keep, then a loss's shift) agree
+    for every axis length, including k > L and m >= k (empty)."""
+    from replaycompile.passes.sink_slices import _compose
+    for L in range(0, 9):
+        v = torch.arange(L)
+        for k in range(1, 11):
+            for m in range(1, 11):
+                first = (slice(None), slice(-k, None))
+                second = (slice(None), slice(None, -m))
+                both = _compose(first, second)
+                assert both is not None
+                assert torch.equal(v[None][first][second], v[None][both]), (L, k, m)
+    assert _compose((slice(None), slice(2, None)), (slice(None), slice(None, -1))) is None  # not a suffix
+
+
+def test_logits_to_keep_then_shift_packs_the_head_once():
+    """model(..., logits_to_keep=C+1).logits[:, :-1]: the two slices become one, so the LM head runs on the
+    unique predicting rows (as for logits[:, P-1:-1]); exact."""
+    import replaycompile
+    from helpers import AOT, assert_same_step, group_batch, run
+    from replaycompile.models import tiny_model
+
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch()
+    c = ids.shape[1] - p
+
+    def step(model, ids, am, adv):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False, logits_to_keep=c + 1).logits[:, :-1]
+        logp = logits.float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
+        return -(logp * adv[:, None] * am[:, p:]).sum() / am[:, p:].sum()
+    ref = run(step, model, ids, am, adv)
+    got = run(torch.compile(step, backend="replay", options=AOT), model, ids, am, adv)
+    assert_same_step(ref, got)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["lm_head_rows"] > 0, st
+    torch._dynamo.reset()
