@@ -27,6 +27,7 @@ from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.mask_check import MaskVerifier
 from replaycompile.passes.nodes import B, T, Decline, count, subgraph_module, upstream
 from replaycompile.passes.region import GraphAnalysis, analyze
+from replaycompile.passes.row_loops import fold_row_loops
 from replaycompile.passes.rewrite import PackedGraph, rewrite
 from replaycompile.passes.sink_slices import sink_slices
 
@@ -271,6 +272,7 @@ class ReplayGraph:
         try:
             sink_slices(gm)  # semantics-preserving: the LM head after the loss's slice, not before it
             decompose_cross_entropy(gm)  # semantics-preserving: HF's labels loss as a masked log-prob gather
+            fold_row_loops(gm)  # semantics-preserving: TRL's per-row logsumexp loop as one batched logsumexp
             inline_checkpoints(gm)  # semantics-preserving: activation-checkpoint regions become plain nodes
             self.analysis: GraphAnalysis = analyze(gm)
             self.reason = self.analysis.reason

@@ -276,3 +276,26 @@ def test_cross_entropy_reductions(reduction):
     assert_same_step(ref, got)
     st_ = replaycompile.last_stats()
     assert st_["applied"] and st_["weighted_positions_dropped"] > 0, st_
+
+
+def test_trl_selective_log_softmax_loop_is_folded():
+    """TRL's selective_log_softmax loops over the batch for its logsumexp (traced unrolled): folded back into one
+    batched logsumexp (passes/row_loops.py), the head runs on the sliced loss's rows, exactly."""
+    from trl.trainer.utils import selective_log_softmax
+
+    model = tiny_model("qwen3")
+    ids, am, adv, old, cm, p = _inputs(group_batch())
+
+    def trl_loss(model, ids, am, adv, old, cm):
+        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits[:, p - 1:-1].float()
+        logp = selective_log_softmax(logits, ids[:, p:])
+        c = cm[:, p - 1:]
+        return -((logp - old[:, p - 1:]).exp() * adv[:, None] * c).sum() / c.sum()
+    ref = run(trl_loss, model, ids, am, adv, old, cm)
+    got = run(torch.compile(trl_loss, backend="replay", options=AOT), model, ids, am, adv, old, cm)
+    assert_same_step(ref, got)
+    assert counters["replay"]["row_loops_folded"] == 1
+    rows = replaycompile.last_stats()["lm_head_rows"]
+    torch._dynamo.reset()
+    run(torch.compile(sliced_loss, backend="replay", options=AOT), model, ids, am, adv, old, cm, p)
+    assert rows == replaycompile.last_stats()["lm_head_rows"] > 0
