@@ -99,8 +99,9 @@ def _inputs(batch):
     return ids, am, adv, old_all(ids), completion_mask(am, p), p
 
 
-@pytest.mark.parametrize("batch", ["group", "tree"])
-@pytest.mark.parametrize("lm_head", ["plain", "chunked"])
+@pytest.mark.parametrize("batch,lm_head", [("group", "plain"), ("tree", "chunked"),
+                                           pytest.param("group", "chunked", marks=pytest.mark.slow),
+                                           pytest.param("tree", "plain", marks=pytest.mark.slow)])
 def test_masked_loss_drops_the_zero_weight_positions(batch, lm_head):
     """Exact; the LM head runs on as many rows as the sliced loss's, and the prompt's tokens are dropped."""
     model = tiny_model("qwen3")
@@ -238,7 +239,7 @@ def _labels(ids, am, p):
     return labels
 
 
-@pytest.mark.parametrize("batch", ["group", "tree"])
+@pytest.mark.parametrize("batch", ["group", pytest.param("tree", marks=pytest.mark.slow)])
 def test_hf_labels_loss_runs_the_head_on_the_labelled_tokens(batch):
     """cross_entropy with ignore_index (passes/cross_entropy.py) becomes a weighted log-prob gather: exact, the
     LM head on as many rows as the completion-sliced loss's, the prompt's tokens dropped."""
@@ -256,7 +257,8 @@ def test_hf_labels_loss_runs_the_head_on_the_labelled_tokens(batch):
     assert st_["lm_head_rows"] == replaycompile.last_stats()["lm_head_rows"]
 
 
-@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("reduction", ["none", pytest.param("sum", marks=pytest.mark.slow),
+                                       pytest.param("mean", marks=pytest.mark.slow)])
 def test_cross_entropy_reductions(reduction):
     """F.cross_entropy on a sliced, flattened logits tensor in each reduction, weighted per row afterwards."""
     model = tiny_model("qwen3")

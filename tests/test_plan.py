@@ -288,3 +288,32 @@ def test_input_types_and_devices():
 def test_validation(args, name):
     with pytest.raises(ValueError, match=name):
         build_plan(*args)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_refine_selection_keeps_exactly_the_kept_positions(data):
+    """ReplayPlan.refine_selection: every kept real position reads the token it read before; every dropped one
+    reads the pad slot; the refined index holds exactly the tokens some kept position reads, in order; fewer than
+    two would remain: unchanged."""
+    from replaycompile.plan import ReplayPlan
+    b = data.draw(st.integers(1, 4))
+    k = data.draw(st.integers(1, 6))
+    m = data.draw(st.integers(1, 8))
+    index = torch.tensor(sorted(data.draw(st.lists(st.integers(0, 50), min_size=m, max_size=m, unique=True))))
+    scatter = torch.tensor(data.draw(st.lists(st.lists(st.integers(0, m), min_size=k, max_size=k),
+                                              min_size=b, max_size=b)))
+    keep = torch.tensor(data.draw(st.lists(st.lists(st.booleans(), min_size=k, max_size=k), min_size=b,
+                                           max_size=b)))
+    idx2, sc2, n_pos, n_tok = ReplayPlan.refine_selection(index, scatter, keep)
+    real = scatter < m
+    kept = real & keep
+    used = sorted({int(x) for x in scatter[kept].tolist()})
+    if n_pos == 0 and n_tok == 0 and (len(used) < 2 or bool((kept == real).all())):
+        assert torch.equal(idx2, index) and torch.equal(sc2, scatter)
+        return
+    m2 = idx2.shape[0]
+    assert idx2.tolist() == [int(index[u]) for u in used]
+    assert n_pos == int(real.sum()) - int(kept.sum()) and n_tok == m - m2
+    assert torch.equal(idx2[sc2[kept]], index[scatter[kept]])
+    assert bool((sc2[~kept] == m2).all())
