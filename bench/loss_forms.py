@@ -670,7 +670,7 @@ def main(argv=None):
     fallbacks = [r for r in rows if r["stats"] and r["stats"].get("applied") is False]
     for r in fallbacks:
         notes.append(f"replay {r['form']} fell back: {r['stats'].get('fallback_reason')}")
-    table = "\n".join(lines + notes)
+    table = "\n".join(lines + notes + [""] + target_lines(rows, P))
     log("")
     log(table)
     out = pathlib.Path(args.out)
@@ -685,5 +685,59 @@ def main(argv=None):
     return 0
 
 
+def target_lines(rows: list, prompt: int) -> list:
+    """Issue 29's targets, each as a line with its figures: MET / NOT MET / not measured."""
+    out = ["Targets (issue 29):"]
+    by = {r["form"]: r for r in rows}
+    defaults = [r for r in rows if " " not in r["form"] and r.get("replay_s")]
+
+    def line(desc, ok, figures):
+        state = "not measured" if ok is None else "MET" if ok else "NOT MET"
+        out.append(f"- {desc}: {figures} -> {state}")
+    if defaults:
+        fastest = min(defaults, key=lambda r: r["replay_s"])
+        for r in defaults:
+            ratio = r["replay_s"] / fastest["replay_s"]
+            line(f"form {r['form']} within 15% of the fastest form's replay time ({fastest['form']}, "
+                 f"{fastest['replay_s']:.3f} s)", ratio <= 1.15, f"{r['replay_s']:.3f} s, {ratio:.2f}x")
+    for f in sorted({r["form"].split(" ")[0] for r in rows}):
+        opts = [r for r in rows if r["form"].startswith(f + " ") and r.get("replay_s")]
+        if f in by and by[f].get("replay_s") and opts:
+            best_opt = min(opts, key=lambda r: r["replay_s"])
+            line(f"form {f} with the defaults no slower than with any option ({best_opt['form']})",
+                 by[f]["replay_s"] <= best_opt["replay_s"] * 1.05,
+                 f"{by[f]['replay_s']:.3f} s vs {best_opt['replay_s']:.3f} s (5% noise allowance)")
+    c = by.get("c")
+    if prompt < 8192 and c:
+        line("reference step, mask-multiplied loss (form c): >= 10x eager as written",
+             None if c.get("vs_eager") is None else c["vs_eager"] >= 10, fmt_x(c.get("vs_eager")))
+        keep = c["best_s"] / c["replay_s"] if c.get("best_s") and c.get("replay_s") and \
+            str(c.get("best")).startswith("eager") else None
+        line("reference step, mask-multiplied loss (form c): >= 3.5x eager logits_to_keep",
+             None if keep is None else keep >= 3.5, fmt_x(keep))
+    if prompt >= 8192:
+        for f in ("c", "d"):
+            r = by.get(f)
+            if r is None:
+                continue
+            rows_best = str(r.get("best") or "").startswith("rows:")
+            v = r.get("vs_best") if rows_best else None
+            line(f"{prompt // 1024}K prompt, form {f}: >= 5x eager row by row with logits_to_keep, exact",
+                 None if v is None else (v >= 5 and bool(r.get("exact"))), f"{fmt_x(v)}, exact={r.get('exact')}")
+    bad = [r["form"] for r in rows if r.get("exact") is False]
+    line("loss and every gradient equal eager's in every form (fp32 rel 1e-5 / 1e-4)",
+         None if not rows else not bad, "not exact: " + ", ".join(bad) if bad else f"{len(rows)} rows exact")
+    return out
+
+
+def report(path: str) -> int:
+    """Print the targets of a saved run (its json)."""
+    res = json.loads(pathlib.Path(path).read_text())
+    print("\n".join(target_lines(res["rows"], res["prompt"])))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--report":
+        sys.exit(report(sys.argv[2]))
     sys.exit(main())

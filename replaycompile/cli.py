@@ -119,16 +119,20 @@ def demo(args) -> int:
 
 def bench(argv) -> int:
     """``replaycompile bench ...``: hands its arguments to bench/harness.py, which lives beside the package in a
-    source checkout (the benchmark imports the peers and the older bench scripts from there)."""
+    source checkout (the benchmark imports the peers and the older bench scripts from there);
+    ``replaycompile bench loss-forms ...`` to bench/loss_forms.py (one step written in eight loss forms)."""
     import importlib.util
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "bench" / "harness.py"
+    script = "harness.py"
+    if argv[:1] == ["loss-forms"]:
+        script, argv = "loss_forms.py", argv[1:]
+    path = pathlib.Path(__file__).resolve().parents[1] / "bench" / script
     if not path.exists():
         print(f"replaycompile bench runs from a source checkout (pip install -e '.[bench]'): {path} is missing",
               file=sys.stderr)
         return 2
-    spec = importlib.util.spec_from_file_location("replaycompile_bench_harness", path)
+    spec = importlib.util.spec_from_file_location(f"replaycompile_bench_{path.stem}", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
