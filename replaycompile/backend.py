@@ -42,8 +42,8 @@ log = logging.getLogger("replaycompile")
 # CPU): the packed path was faster than the unpacked one even with no shared token (it drops padding and runs
 # causal attention per segment instead of a dense [B, 1, T, T] mask), so by default every batch is packed.
 DEFAULT_MIN_SHARED_TOKENS = 0
-# lm_head="auto": the chunked LM head (replaycompile::chunked_logprobs) where a call's float32 logits at the
-# predicting rows would take at least this much; below it the unfused LM head, which the inner compiler fuses
+# lm_head="auto": the chunked LM head (replaycompile::chunked_pair_logprobs) where a call's float32 logits at the
+# unique predicting rows would take at least this much; below it the unfused LM head, which the inner compiler fuses
 # and which was 1.35x faster on the 2-core CPU (no recompute of the logits in the backward)
 LM_HEAD_CHUNKED_BYTES = 1 << 30
 

@@ -35,7 +35,7 @@ LM head over R projected rows (logits R x V):
                               that buffer (a saved tensor AOT autograd donates to the backward); 2 M V under
                               detach_prefix, whose logits are the two streams' concatenated (the gradient is
                               allocated beside them)
-    replay, lm_head="chunked" (``replaycompile::chunked_logprobs``) min(k, M) V in fp32 for chunks of k rows (k as
+    replay, lm_head="chunked" (``replaycompile::chunked_pair_logprobs``) min(k, M) V in fp32 for chunks of k rows (k as
                               passes/rewrite.py picks it: the power of two at or below 64 MiB / (4 V), at most
                               4096): one chunk's logits at a time (softmax and gradient computed in place), plus
                               the V x h weight-gradient accumulator and the M x h saved rows
@@ -213,7 +213,7 @@ def predict_peak_bytes(config, group: int, prompt_len: int, response_len, mode: 
     completion length for every row, or a sequence of ``group`` lengths. ``mode``: "exact" or "detach_prefix"
     (replay only). ``variant``: "eager" (padded, full logits), "eager_keep" (padded, logits_to_keep),
     "eager_rows" (row by row, unpadded), "replay", "replay_detach" (= replay with detach_prefix). ``lm_head``
-    (replay only): "auto" (the backend's default), "chunked" (replaycompile::chunked_logprobs) or "plain" (M x V logits;
+    (replay only): "auto" (the backend's default), "chunked" (replaycompile::chunked_pair_logprobs) or "plain" (M x V logits;
     the backend's ``lm_head="plain"`` option, or a graph whose LM head the rewrite does not chunk). The
     accounting is in the module docstring."""
     return int(breakdown(config, group, prompt_len, response_len, mode, dtype, variant, lm_head)["peak"])
