@@ -63,6 +63,20 @@ def _add(g: fx.Graph, before: fx.Node, kind: str, target, args, kwargs=None, fn=
     return n
 
 
+def _erase_unused(nodes) -> None:
+    """Erase the given nodes and, up their first-argument chains, every node left without users. Only these:
+    dead code elimination over the whole graph would also drop in-place writes whose results are unused."""
+    stack = [x for x in nodes if isinstance(x, fx.Node)]
+    while stack:
+        x = stack.pop()
+        name = op_name(x) if x.op in ("call_function", "call_method") else ""
+        writes = name.endswith("_") or x.target is operator.setitem or "out" in x.kwargs
+        if name and not writes and not x.users:
+            ins = list(x.all_input_nodes)
+            x.graph.erase_node(x)
+            stack.extend(ins)
+
+
 def _ce_args(n: fx.Node):
     """(input, target, ignore_index, reduction) of an F.cross_entropy call it can decompose, else None."""
     if n.op != "call_function" or n.target is not F.cross_entropy:
@@ -91,6 +105,8 @@ def decompose_cross_entropy(gm: fx.GraphModule) -> int:
         if parts is None:
             continue
         x, y, ignore, reduction = parts
+        if not isinstance(val(x), torch.Tensor) or val(x).dim() != 2:
+            continue  # classes on dim 1 of a 3-D input mean something else
         xs, ys = _source(x, 3), _source(y, 2)
         vx, vy = val(xs), val(ys)
         if xs is None or ys is None or not vx.is_floating_point() or vy.dtype != torch.int64:
@@ -104,7 +120,8 @@ def decompose_cross_entropy(gm: fx.GraphModule) -> int:
         gat = _add(g, n, "m", "gather", (lsm, -1, idx))
         sq = _add(g, n, "m", "squeeze", (gat, -1))
         neg = _add(g, n, "f", operator.neg, (sq,))
-        nll = _add(g, n, "f", operator.mul, (neg, valid))
+        # where, not a product: an ignored position is 0 even where its substituted log-prob is -inf (as eager)
+        nll = _add(g, n, "f", torch.where, (valid, neg, 0.0))
         if reduction == "none":
             out = _add(g, n, "m", "reshape", (nll, (-1,)))
         else:
@@ -116,11 +133,11 @@ def decompose_cross_entropy(gm: fx.GraphModule) -> int:
                 out = _add(g, n, "f", operator.truediv, (total, cnt))
         n.replace_all_uses_with(out)
         g.erase_node(n)
+        _erase_unused([x, y])
         heads.append(xs)
         done += 1
     if done:
-        g.eliminate_dead_code()   # the flattening views are gone: the logits' readers are the gathers alone
-        for xs in heads:
+        for xs in heads:  # the flattening views are gone: the logits' readers are the gathers alone
             _refinable_head(g, xs)
         gm.recompile()
         count("cross_entropy_decomposed", done)

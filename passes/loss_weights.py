@@ -18,9 +18,12 @@ The result is a ``KeepExpr`` per space: a tree of ``("all",)``, ``("and", weight
 know graphs; the runtime (``rewrite.PackedGraph.inputs``) evaluates the weights with ``weights_gm`` and hands the
 result to the plan, which drops the tokens no kept position reads.
 
-Where the dropped positions' weighted values would be non-finite (eager gives NaN there, ``0 * inf``), the packed
-graph's value at those positions is computed from zeros in place of the log-probs; the backend reruns a call
-unpacked whose outputs come out non-finite, so eager's semantics hold there too."""
+Where the result comes out non-finite with zeros read at the dropped positions (a loss that divides by the
+log-prob, say), the backend reruns the call with every position and keeps them all for that graph from then on.
+A known deviation: where eager's value at a zero-weight position is non-finite *because of the log-prob itself*
+(a ``-inf`` logit at the target, ``exp`` of the log-prob overflowing), eager's loss is NaN (``0 * inf``) and the
+packed one finite. Weights drawn at random (dropout, ``rand``), written in place, or requiring grad are not
+trusted; values not laid out ``[B, K, ...]`` keep every position."""
 
 from __future__ import annotations
 
@@ -46,7 +49,27 @@ _SQUEEZE = {"squeeze", "unsqueeze", "view", "reshape", "flatten"}
 # ops that follow an alias of their input (for the in-place check)
 _VIEWS = {"getitem", "view", "reshape", "squeeze", "unsqueeze", "transpose", "permute", "expand", "narrow",
           "select", "t", "view_as", "expand_as", "flatten", "unflatten", "movedim", "as_strided", "detach",
-          "contiguous", "unbind", "split", "chunk"}
+          "contiguous", "unbind", "split", "chunk", "diagonal",
+          # these may return their input itself: a write through the result writes the input
+          "float", "to", "type_as", "double", "half", "bfloat16"}
+# Dynamo's in-place operators (``x *= y``): their names have no trailing underscore
+_INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                      operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor, operator.setitem}
+
+
+def _nondeterministic(n: fx.Node) -> bool:
+    """A node that draws random numbers: evaluated again for the weights it would draw other ones."""
+    name = op_name(n).lower()
+    return any(w in name for w in ("rand", "bernoulli", "dropout", "multinomial", "normal", "poisson", "uniform",
+                                   "exponential", "geometric", "cauchy"))
+
+
+def _inplace(n: fx.Node) -> bool:
+    if n.op not in ("call_function", "call_method"):
+        return False
+    name = op_name(n)
+    return n.target in _INPLACE_OPERATORS or (name.endswith("_") and not name.startswith("_")) or \
+        "out" in n.kwargs
 
 
 @dataclass
@@ -72,12 +95,7 @@ def _mutated_roots(gm: fx.GraphModule) -> set:
     graph's own weight nodes hold by the time they are read."""
     roots = set()
     for n in gm.graph.nodes:
-        if n.op not in ("call_function", "call_method") or not n.args or not isinstance(n.args[0], fx.Node):
-            continue
-        name = op_name(n)
-        inplace = n.target is operator.setitem or (name.endswith("_") and not name.startswith("_")) or \
-            "out" in n.kwargs
-        if inplace:
+        if n.args and isinstance(n.args[0], fx.Node) and _inplace(n):
             roots.add(_root(n.args[0]))
     return roots
 
@@ -116,7 +134,7 @@ class _Finder:
         for x in up:
             if self.a.kind.get(x) == Kind.PACKED or x in self._params or x.op == "get_attr":
                 return None
-            if _root(x) in self._mutated or x in self._mutated:
+            if _root(x) in self._mutated or x in self._mutated or _inplace(x) or _nondeterministic(x):
                 return None
             vx = val(x)
             if isinstance(vx, torch.Tensor) and vx.requires_grad:

@@ -505,6 +505,10 @@ def _space_weights(gm: fx.GraphModule, a: GraphAnalysis, nodes: list):
             if a.kind.get(x) != Kind.PACKED or a.space.get(x) not in exits:
                 continue
             gathered = _is_vocab_gather(n, a) and _gather_args(n)[0] is x
+            r = a.roles.get(x)
+            if not gathered and (r is None or tuple(r[:2]) != (B, T)):
+                exits[a.space[x]].append((None, None))  # positions not laid out [B, K, ...]: keep them all
+                continue
             exits[a.space[x]].append((n, None if gathered else x))
     return space_weights(gm, a, exits)
 

@@ -65,9 +65,13 @@ def fold_row_loops(gm: fx.GraphModule) -> int:
             lse.meta["example_value"] = val(n)
             n.replace_all_uses_with(lse)
             g.erase_node(n)
+            for it in items:  # the per-row logsumexps and row views (not the whole graph's dead code: in-place
+                row = it.args[0]  # writes with unused results must stay)
+                g.erase_node(it)
+                if not row.users:
+                    g.erase_node(row)
             folded += 1
     if folded:
-        g.eliminate_dead_code()
         gm.recompile()
         count("row_loops_folded", folded)
     return folded

@@ -508,11 +508,17 @@ class ReplayGraph:
             self.reason = failed
             return self._fallback(self.reason, args, plan)
         if self._dropped[0] and not _all_finite(out):
-            # a weighted value came out non-finite: eager's 0 * inf at a dropped position is NaN, and the packed
-            # graph read zeros there in place of the log-probs; this call runs as eager would
+            # a weighted value came out non-finite with zeros read at the dropped positions in place of their
+            # log-probs (a division by it, say): the graph runs again with every position, exact as before the
+            # refinement, which stays off for this graph (a per-call rerun would double every step)
             count("loss_weighted_nonfinite_reruns")
-            return self._fallback("the loss came out non-finite with zero-weight positions left out; this call "
-                                  "ran unpacked, as eager computes it", args, plan)
+            log.warning("replay: graph %s: the loss came out non-finite with its zero-weight positions left out; "
+                        "this call reruns with every position computed, and this graph computes them all from now "
+                        "on", self.name)
+            for pg in (self.packed, self.packed_chunked):
+                if pg is not None:
+                    pg.space_keep = {}
+            return self(*args)
         batch = _Batch(plan, am.long() if am is not None else torch.ones(plan.batch_size, plan.seq_len,
                                                                          dtype=torch.long),
                        valid_known=am is not None or bool(self.analysis.attention))
