@@ -60,9 +60,14 @@ def test_auto_chunks_only_large_logits(monkeypatch):
     ref = run(step_loss, model, ids, am, adv, p)
     step = torch.compile(step_loss, backend="replay", options=AOT)
     assert_same_step(ref, run(step, model, ids, am, adv, p))
+    st = replaycompile.last_stats()
+    assert st["lm_head_chunked"] == 0
+    rows = st["lm_head_rows"]            # the unique rows the head computes, fewer than the (row, target) pairs
+    assert 0 < rows < int(am[:, p:].sum())
+    monkeypatch.setattr(backend, "LM_HEAD_CHUNKED_BYTES", rows * 128 * 4 + 4)   # just above: still plain
+    assert_same_step(ref, run(step, model, ids, am, adv, p))
     assert replaycompile.last_stats()["lm_head_chunked"] == 0
-    pairs = int(am[:, p:].sum())
-    monkeypatch.setattr(backend, "LM_HEAD_CHUNKED_BYTES", pairs * 128 * 4)
+    monkeypatch.setattr(backend, "LM_HEAD_CHUNKED_BYTES", rows * 128 * 4)       # reached: chunked
     assert_same_step(ref, run(step, model, ids, am, adv, p))
     assert replaycompile.last_stats()["lm_head_chunked"] == 1
 
