@@ -48,15 +48,29 @@ from . import autocast as _autocast
 __all__ = ["chunked_logprobs", "chunked_logprobs_backward", "chunked_pair_logprobs", "chunked_pair_logprobs_backward"]
 
 
-def _check_inputs(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], targets: Tensor, chunk_rows: int) -> None:
+def _check_head(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], chunk_rows: int) -> None:
+    """What both chunked ops require of the LM head's rows, weight and bias."""
     torch._check(hidden.dim() == 2 and weight.dim() == 2, lambda: "hidden must be [M, H] and weight [V, H]")
     torch._check(hidden.shape[1] == weight.shape[1], lambda: "hidden and weight hidden sizes differ")
     torch._check(hidden.dtype == weight.dtype, lambda: "hidden and weight dtypes differ")
     torch._check(bias is None or (bias.shape == (weight.shape[0],) and bias.dtype == weight.dtype),
                  lambda: "bias must be [V] in weight's dtype")
+    torch._check(chunk_rows > 0, lambda: "chunk_rows must be positive")
+
+
+def _grads_like(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], need_hidden: bool, need_weight: bool,
+                need_bias: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """The backward ops' fake outputs: each gradient shaped like its input, or an empty [0] where not needed."""
+    grad_hidden = hidden.new_empty(hidden.shape) if need_hidden else hidden.new_empty((0,))
+    grad_weight = weight.new_empty(weight.shape) if need_weight else weight.new_empty((0,))
+    grad_bias = bias.new_empty(bias.shape) if need_bias and bias is not None else weight.new_empty((0,))
+    return grad_hidden, grad_weight, grad_bias
+
+
+def _check_inputs(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], targets: Tensor, chunk_rows: int) -> None:
+    _check_head(hidden, weight, bias, chunk_rows)
     torch._check(targets.dim() == 1 and targets.shape[0] == hidden.shape[0], lambda: "targets must be [M]")
     torch._check(targets.dtype == torch.int64, lambda: "targets must be int64")
-    torch._check(chunk_rows > 0, lambda: "chunk_rows must be positive")
 
 
 def _softmax_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -233,10 +247,7 @@ def chunked_logprobs_backward(
 @chunked_logprobs_backward.register_fake
 def _chunked_logprobs_backward_fake(grad_logp, grad_entropy, hidden, weight, bias, targets, entropy, lse,
                                     chunk_rows, softcap, need_hidden, need_weight, need_bias):
-    grad_hidden = hidden.new_empty(hidden.shape) if need_hidden else hidden.new_empty((0,))
-    grad_weight = weight.new_empty(weight.shape) if need_weight else weight.new_empty((0,))
-    grad_bias = bias.new_empty(bias.shape) if need_bias and bias is not None else weight.new_empty((0,))
-    return grad_hidden, grad_weight, grad_bias
+    return _grads_like(hidden, weight, bias, need_hidden, need_weight, need_bias)
 
 
 # ---------------------------------------------------------------- autograd
@@ -278,15 +289,10 @@ chunked_logprobs.register_autograd(_backward, setup_context=_setup_context)
 
 def _check_pairs(hidden: Tensor, weight: Tensor, bias: Optional[Tensor], rows: Tensor, targets: Tensor,
                  chunk_rows: int) -> None:
-    torch._check(hidden.dim() == 2 and weight.dim() == 2, lambda: "hidden must be [M, H] and weight [V, H]")
-    torch._check(hidden.shape[1] == weight.shape[1], lambda: "hidden and weight hidden sizes differ")
-    torch._check(hidden.dtype == weight.dtype, lambda: "hidden and weight dtypes differ")
-    torch._check(bias is None or (bias.shape == (weight.shape[0],) and bias.dtype == weight.dtype),
-                 lambda: "bias must be [V] in weight's dtype")
+    _check_head(hidden, weight, bias, chunk_rows)
     torch._check(rows.dim() == 1 and targets.dim() == 1 and rows.shape[0] == targets.shape[0],
                  lambda: "rows and targets must be [P]")
     torch._check(rows.dtype == torch.int64 and targets.dtype == torch.int64, lambda: "rows and targets: int64")
-    torch._check(chunk_rows > 0, lambda: "chunk_rows must be positive")
 
 
 def _pairs_by_chunk(rows: Tensor, m: int, chunk_rows: int):
@@ -399,10 +405,7 @@ def chunked_pair_logprobs_backward(
 @chunked_pair_logprobs_backward.register_fake
 def _chunked_pair_logprobs_backward_fake(grad_logp, hidden, weight, bias, rows, targets, lse, chunk_rows, softcap,
                                          need_hidden, need_weight, need_bias):
-    grad_hidden = hidden.new_empty(hidden.shape) if need_hidden else hidden.new_empty((0,))
-    grad_weight = weight.new_empty(weight.shape) if need_weight else weight.new_empty((0,))
-    grad_bias = bias.new_empty(bias.shape) if need_bias and bias is not None else weight.new_empty((0,))
-    return grad_hidden, grad_weight, grad_bias
+    return _grads_like(hidden, weight, bias, need_hidden, need_weight, need_bias)
 
 
 def _pair_setup_context(ctx, inputs, output):
