@@ -82,8 +82,8 @@ def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis, no_attention
     graph = gm.graph
     emb = [n for n in graph.nodes if n.op == "call_function" and n.target in EMBEDDING]
     for e in emb:
-        ids = e.args[0]
-        if isinstance(ids, fx.Node) and ids.op == "placeholder" and shape(ids) is not None and len(shape(ids)) == 2:
+        ids = _token_source(e.args[0])
+        if ids is not None:
             a.ids = ids
             break
     if a.ids is None:
@@ -140,6 +140,29 @@ def _find_inputs(gm: fx.GraphModule, sites: list, a: GraphAnalysis, no_attention
             raise Decline(f"input `{p.name}` of shape {list(v.shape)} feeds the attention mask but is not a [batch, "
                           f"seq] token input like `{a.ids.name}` {list(shape(a.ids))}; pass a 2-D 0/1 "
                           f"attention_mask (a 4-D or custom mask cannot be packed)")
+
+
+# Ops that hand the token ids on unchanged in value and in [batch, seq] layout: a device or dtype move
+# (``ids.to(device)``: Llama 4) or a reshape to the same 2-D shape (``ids.view(-1, T)``: GPT-2). The embedding
+# still reads the token input through them.
+_IDS_PASS_THROUGH = VIEW_NAMES | {"to", "contiguous", "long", "int", "clone", "detach"}
+
+
+def _token_source(x) -> fx.Node | None:
+    """The 2-D placeholder whose values an embedding's index argument ``x`` is, through ops that keep the values
+    and the [batch, seq] shape (``_IDS_PASS_THROUGH``); None when it is something else (inputs_embeds, a
+    computed index)."""
+    want = shape(x) if isinstance(x, fx.Node) else None
+    if want is None or len(want) != 2:
+        return None
+    while isinstance(x, fx.Node) and x.op != "placeholder":
+        if op_name(x) not in _IDS_PASS_THROUGH or not x.args or not isinstance(x.args[0], fx.Node):
+            return None
+        src = shape(x.args[0])
+        if src is None or len(src) != 2 or not all(same_size(u, v) for u, v in zip(src, want)):
+            return None
+        x = x.args[0]
+    return x if isinstance(x, fx.Node) else None
 
 
 def _is_state(p: fx.Node, v) -> bool:

@@ -34,6 +34,9 @@ _ELEMENTWISE_NAMES = {
     "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or", "masked_fill", "floordiv", "mod",
     "sub_", "add_", "mul_", "tanh_", "fill_", "rsub", "_log_api_usage_once", "requires_grad_",
     "itruediv", "imul", "iadd", "isub",
+    # complex rope (Llama 4: polar(1, angle)); tensors shaped like their input with constant contents (their
+    # roles are the input's layout: packed, they are built on the packed tokens)
+    "expm1", "polar", "ones_like", "zeros_like", "full_like", "empty_like",
 }
 _REDUCE_NAMES = {"mean", "sum", "amax", "amin", "logsumexp", "norm", "var", "std", "prod", "max", "min", "argmax",
                  "argmin", "all", "any"}
@@ -61,9 +64,9 @@ def infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     name = op_name(n)
     base = n.args[0] if n.args else None
     br = roles.get(base) if isinstance(base, fx.Node) else None
-    if br is not None and name in _BY_NAME:
+    if br is not None and name in _BY_NAME and not _binary_min_max(n):
         return _BY_NAME[name](n, name, base, br, out_shape)
-    if is_elementwise(n):
+    if is_elementwise(n) or _binary_min_max(n):
         tensor_ins = [x for x in list(n.args) + list(n.kwargs.values()) if isinstance(x, fx.Node)]
         return _broadcast_roles(n, tensor_ins, roles)
     return f"an op the analysis does not know ({name}) on the sequence axis"
@@ -89,6 +92,17 @@ def _matmul(n, roles, out_shape):
     if rx[-1] is not None:
         return "a matmul that contracts the sequence axis"
     return rx[:-1] + (None,) if len(shape(w)) >= 2 else rx[:-1]
+
+
+def _addmm(n, roles, out_shape):
+    # GPT-2's Conv1D: addmm(bias, x.view(-1, in), weight): a linear layer on a flattened [batch*seq, in] input
+    bias, x, w = (n.args + (None, None, None))[:3]
+    if any(isinstance(y, fx.Node) and roles.get(y) and any(roles[y]) for y in (bias, w)):
+        return "a matmul between two token-dependent tensors (token mixing)"
+    rx = roles.get(x) if isinstance(x, fx.Node) else None
+    if rx is None or rx[-1] is not None:
+        return "a matmul that contracts the sequence axis"
+    return rx[:-1] + (None,)
 
 
 def _cat(n, roles, out_shape):
@@ -119,7 +133,7 @@ def _dropout(n, roles, out_shape):
 
 
 _BY_TARGET = {target: rule for targets, rule in ((EMBEDDING, _embedding), (LINEAR, _linear), (MATMUL, _matmul),
-                                                 ({torch.cat}, _cat), ({operator.getitem}, _getitem),
+                                                 ({torch.cat}, _cat), ({operator.getitem}, _getitem), ({torch.addmm}, _addmm),
                                                  (DROPOUT, _dropout))
               for target in targets}
 
@@ -158,6 +172,16 @@ def _expand(n, name, base, br, out_shape):
     return (None,) * off + tuple(
         role if role is None or same_size(shape(base)[i], out_shape[i + off]) else None
         for i, role in enumerate(br))
+
+
+def _complex_view(n, name, base, br, out_shape):
+    # view_as_complex pairs the last dim's two entries into one complex number (interleaved rope as complex
+    # multiplication: Llama 4); view_as_real splits them again: the other dims keep their roles
+    if name == "view_as_real":
+        return br + (None,)
+    if br[-1] is not None:
+        return "`view_as_complex` of the sequence or batch axis"
+    return br[:-1]
 
 
 def _reduce(n, name, base, br, out_shape):
@@ -210,7 +234,8 @@ _BY_NAME = {name: rule for names, rule in (
     (("transpose", "swapaxes"), _transpose), (("permute",), _permute), (("unsqueeze",), _unsqueeze),
     (("squeeze",), _squeeze), (VIEW_NAMES, _view), (EXPAND_NAMES, _expand), (_REDUCE_NAMES, _reduce),
     (("rms_norm", "layer_norm"), _norm), (("chunk", "split", "tensor_split", "unbind"), _split),
-    (_ALONG_DIM_NAMES, _along_dim), (("gather",), _gather)) for name in names}
+    (_ALONG_DIM_NAMES, _along_dim), (("gather",), _gather),
+    (("view_as_complex", "view_as_real"), _complex_view)) for name in names}
 assert not set(_BY_NAME) & _ELEMENTWISE_NAMES  # a name has one rule
 
 
@@ -352,6 +377,12 @@ def _getitem_roles(node: fx.Node, base_roles: tuple, idx) -> tuple | str:
     return tuple(out)
 
 
+
+
+def _binary_min_max(n: fx.Node) -> bool:
+    """torch.max(a, b) / torch.min(a, b) with a tensor b: element-wise, not a reduction (Apertus's xIELU)."""
+    other = n.args[1] if len(n.args) > 1 else n.kwargs.get("other")
+    return op_name(n) in ("max", "min") and isinstance(other, fx.Node) and isinstance(val(other), torch.Tensor)
 
 
 def is_elementwise(n: fx.Node) -> bool:

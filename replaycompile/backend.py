@@ -25,7 +25,7 @@ from replaycompile.passes.attention_sites import find_attention_sites
 from replaycompile.passes.cross_entropy import decompose_cross_entropy
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.mask_check import MaskVerifier
-from replaycompile.passes.nodes import B, T, Decline, count, subgraph_module, upstream
+from replaycompile.passes.nodes import EMBEDDING, B, T, Decline, count, subgraph_module, upstream
 from replaycompile.passes.region import GraphAnalysis, analyze
 from replaycompile.passes.row_loops import fold_row_loops
 from replaycompile.passes.rewrite import PackedGraph, rewrite
@@ -310,6 +310,9 @@ class ReplayGraph:
                 self._has_attention = bool(find_attention_sites(gm))
             except Exception:  # noqa: BLE001 - only decides whether to try packing it later
                 self._has_attention = False
+        # a model graph (an attention or an embedding): never passed through in silence (_pass_through)
+        self._model_graph = self._has_attention or any(
+            n.op == "call_function" and n.target in EMBEDDING for n in gm.graph.nodes)
         if self.reason is not None:
             self._plain = self._inner(gm, example_inputs)  # declined for good: compile it as Dynamo gave it
             if self.candidate:
@@ -551,9 +554,12 @@ class ReplayGraph:
         log.debug("replay: graph %s: %d tagged of %d tensor inputs, attention %s", self.name, len(tags),
                   len(tensors), self._has_attention)
         if len({id(t.batch) for _, t in tags}) > 1:
-            return self.plain(*args)  # activations of two batches: nothing this graph could share
-        if not tags and (not self._has_attention or self.opts.mode != "exact"):
-            return self.plain(*args)  # nothing to share, or nothing that pays for finding the plan
+            return self._pass_through("its activation inputs come from two different batches", args)
+        if not tags and not self._has_attention:
+            return self._pass_through(self.reason, args)  # nothing to share
+        if not tags and self.opts.mode != "exact":
+            return self._pass_through(f"{self.reason}; mode={self.opts.mode!r} packs only a graph that holds the "
+                                      f"token ids", args)
         if tags:
             batch = tags[0][1].batch
             b, t = batch.plan.batch_size, batch.plan.seq_len
@@ -565,7 +571,8 @@ class ReplayGraph:
         else:
             b, t = self._batch_axes(tensors)
             if b is None or b < 2 or t < 2:
-                return self.plain(*args)
+                return self._pass_through(f"{self.reason}, and no [batch, seq] activation input of two or more "
+                                          f"rows to pack from", args)
             batch = None
         tagged = {i: (tg.bdim, tg.tdim) for i, tg in tags}
         untagged = [(i, x) for i, x in tensors if i not in tagged and x.is_floating_point() and x.dim() >= 2
@@ -576,7 +583,8 @@ class ReplayGraph:
         if cont.reason is not None:
             log.debug("replay: graph %s not continued: %s", self.name, cont.reason)
             if batch is None:
-                return self.plain(*args)  # no batch yet: not a step of the backend's, say nothing
+                return self._pass_through(f"{self.reason}; packing from its activation inputs failed too: "
+                                          f"{cont.reason}", args)
             return self._continued_fallback(cont.reason, args, batch)
         outs = None
         if cont.mask_gm is not None:
@@ -597,7 +605,8 @@ class ReplayGraph:
             if outs is not None:
                 vis = mask_probe.visible(outs[0])
                 if vis is None:
-                    return self.plain(*args)
+                    return self._pass_through(f"{self.reason}; its attention mask is not a 0/1 or 0/-inf mask "
+                                              f"to read the real tokens from", args)
                 valid = mask_probe.valid_tokens(vis, b, t)
             prev = current_step()
             # FSDP hands each layer fresh input tensors (its post-backward hook wraps them), untagged: inputs
@@ -608,9 +617,10 @@ class ReplayGraph:
             else:
                 plan = content_plan([(x, 0, 1) for _, x in untagged], valid)
                 if not all(shares_exactly(plan, x, 0, 1) for _, x in untagged):
-                    return self.plain(*args)  # a hash collision (never seen): run it as it is
+                    return self._pass_through("its activations collide in the content hash", args)
                 if plan.num_packed == 0 or plan.shared_tokens < self.opts.min_shared_tokens:
-                    return self.plain(*args)
+                    return self._pass_through(f"{self.reason}; its activation inputs share {plan.shared_tokens} "
+                                              f"tokens (min_shared_tokens={self.opts.min_shared_tokens})", args)
                 batch = _Batch(plan, valid)
         else:
             drop = [i for i, x in untagged if not shares_exactly(batch.plan, x, 0, 1)]
@@ -635,6 +645,18 @@ class ReplayGraph:
         _tag_outputs(out, cont.packed.row_outputs, batch)
         self._stats(True, None, plan, args, key=batch, continued=True)
         return out
+
+    def _pass_through(self, reason: str, args):
+        """Run a graph without token ids as Dynamo gave it. A model graph (an attention or an embedding: a model
+        called with inputs_embeds, a token input the analysis could not find) leaves a stats record and one
+        warning naming why; a graph with neither (a loss tail after a graph break) has nothing to pack and
+        passes through with a debug line."""
+        if self._model_graph:
+            _log_once(f"graph {self.name}: {reason}")
+            self._stats(False, reason, None, args)
+        else:
+            log.debug("replay: passing graph %s through: %s", self.name, reason)
+        return self.plain(*args)
 
     def _continued_fallback(self, reason: str, args, batch: _Batch):
         _log_once(f"graph {self.name}: {reason}")
