@@ -42,40 +42,48 @@ import torch.fx as fx
 
 from .nodes import B, T, Kind, op_name, shape
 
-# Recurrent layers, by a piece of their class name: their state at a token carries every earlier token of the
-# row, through ops (causal conv1d, chunked scans, triangular solves) that have no per-token layout; a decline
-# inside one names the layer, not the first op the analysis met.
-RECURRENT_LAYERS = (
-    ("GatedDeltaNet", "Gated DeltaNet (linear attention)"),
-    ("Mamba", "Mamba (state-space)"),
-    ("LinearAttention", "linear attention"),
-    ("Rwkv", "RWKV (linear attention)"),
-)
-
-# Classes computed per row (exact), by exact class name: HF Qwen3-Next's Gated DeltaNet, with transformers'
-# torch fallbacks (torch_causal_conv1d / torch_chunk_gated_delta_rule) or the flash-linear-attention and
-# causal-conv1d kernels, which compute the same causal functions per row. Its padding handling is per row too
-# (``apply_mask_to_padding_states`` zeroes padded positions of the row before the conv).
-PER_ROW_CLASSES = frozenset({"Qwen3NextGatedDeltaNet"})
-
 COUNTER = "recurrent_layers_per_row"  # torch._dynamo.utils.counters["replay"][COUNTER]: layers computed per row
+PROBE_COUNTER = "per_row_layers_probed"  # layers whose causality per row was checked on a call's shapes
 
 
 def _dotted(stack_path) -> str:
     """A module path of Dynamo's ``nn_module_stack`` (``L['self'].model.layers[0]``-style) as in
     ``model.named_modules()``."""
-    return re.sub(r"^L\['[^']*'\]\.?", "", str(stack_path))
+    path = re.sub(r"^L\['[^']*'\]\.?", "", str(stack_path))
+    return re.sub(r"\[(\d+)\]", r".\1", path)
 
 
-def recurrent_layer(n: fx.Node) -> tuple[str, str, str] | None:
-    """(module path as in ``model.named_modules()``, class name, kind) of the innermost recurrent layer whose
-    code traced ``n`` (Dynamo's ``nn_module_stack``), or None."""
-    for path, cls in reversed(list((n.meta.get("nn_module_stack") or {}).values())):
-        name = getattr(cls, "__name__", str(cls))
-        kind = next((k for key, k in RECURRENT_LAYERS if key.lower() in name.lower()), None)
-        if kind is not None:
-            return _dotted(path), name, kind
+def _stack(n: fx.Node) -> list:
+    """[(module path, class)] of the modules whose code traced ``n``, outermost first."""
+    return [(_dotted(path), cls) for path, cls in (n.meta.get("nn_module_stack") or {}).values()]
+
+
+def _cls_name(cls) -> str:
+    return getattr(cls, "__name__", str(cls))
+
+
+def sublayer(n: fx.Node) -> tuple[str, type] | None:
+    """(module path, class) of the sub-layer of a decoder layer that traced ``n``: the module right below the
+    first element of a module list in its stack (``model.layers.3.linear_attn``, ``model.layers.3.mixer``,
+    ``model.layers.3.conv``), whatever its class is called; None for a node outside any such module."""
+    stack = _stack(n)
+    for i, (path, _) in enumerate(stack[:-1]):
+        if re.search(r"\.\d+$", path):
+            return stack[i + 1]
     return None
+
+
+def layer_of(n: fx.Node, paths) -> tuple[str, str] | None:
+    """(module path, class name) of the module among ``paths`` whose code traced ``n``, or None."""
+    for path, cls in _stack(n):
+        if path in paths:
+            return path, _cls_name(cls)
+    return None
+
+
+def recurrent_layer(n: fx.Node, a) -> tuple[str, str] | None:
+    """(module path, class name) of the layer computed per row (``a.per_row_modules``) that traced ``n``."""
+    return layer_of(n, a.per_row_modules)
 
 
 def _desc(n: fx.Node) -> str:
@@ -83,21 +91,31 @@ def _desc(n: fx.Node) -> str:
     return f"`{t if isinstance(t, str) else getattr(t, '__name__', str(t))}` at node `{n.name}`"
 
 
-def layer_reason(n: fx.Node, why: str) -> str | None:
-    """The reason for a token-mixing node inside a recurrent layer, naming the layer (its module path and class).
-    For a class computed per row this is the boundary where the layer leaves the packed region (a decline only
-    if its output cannot re-enter it, see ``admit_output``); for the others it is why the graph is declined."""
-    layer = recurrent_layer(n)
-    if layer is None:
+def layer_reason(n: fx.Node, why: str, a) -> str | None:
+    """The reason for a token-mixing node inside a sub-layer of a decoder layer that holds no attention (a
+    recurrent scan, a short causal convolution, whatever the layer's class): the layer becomes a candidate to be
+    computed per row (``a.mixers``, read by ``region.analyze``, which analyses again with it per row) and the
+    reason names it. None for a node outside such a layer."""
+    sub = sublayer(n)
+    if sub is None:
         return None
-    path, name, kind = layer
-    if name in PER_ROW_CLASSES:
-        return (f"{kind} layer `{path}` ({name}) is computed per row (its recurrent and conv state carry every "
-                f"earlier token of the row); its first token-mixing op is {_desc(n)}: {why}")
-    return (f"{kind} layer `{path}` ({name}): its recurrent state (and its short causal convolution) carries "
-            f"every earlier token of the row, and replay computes per row only the layer classes checked to be "
-            f"causal per row ({', '.join(sorted(PER_ROW_CLASSES))}), so rows sharing a prompt run unpacked "
-            f"(results equal eager's); the first token-mixing op is {_desc(n)}: {why}")
+    path, cls = sub
+    if path in a.per_row_modules or any(layer_of(s.node, {path}) for s in a.attention):
+        return None
+    a.mixers[path] = cls
+    return (f"layer `{path}` ({_cls_name(cls)}) mixes tokens along the sequence ({_desc(n)}: {why}), so it "
+            f"cannot run on the packed tokens")
+
+
+def same_class_sublayers(gm: fx.GraphModule, classes) -> dict:
+    """{module path: class name} of every sub-layer (``sublayer``) of the graph whose class is one of
+    ``classes``: a decoder stack repeats its layer kinds, so one analysis finds them all."""
+    out = {}
+    for n in gm.graph.nodes:
+        sub = sublayer(n)
+        if sub is not None and sub[1] in classes:
+            out[sub[0]] = _cls_name(sub[1])
+    return out
 
 
 def _val(n: fx.Node):
@@ -110,26 +128,26 @@ def admit_output(x: fx.Node, user: fx.Node, a, same_size, decline) -> bool:
     layer: ``x`` becomes gatherable (``a.tokenfn``, roles B, T then per-token dims), which the rewrite reads
     at each packed token from the one row the plan's ``gather_index`` names. True when admitted. A per-row
     layer's value leaving it in another layout (a cache's state, say) raises ``decline`` naming the layer."""
-    layer = recurrent_layer(x)
-    if layer is None or layer[1] not in PER_ROW_CLASSES:
+    layer = recurrent_layer(x, a)
+    if layer is None:
         return False
-    inner = recurrent_layer(user)
+    inner = recurrent_layer(user, a)
     if inner is not None and inner[0] == layer[0]:
         return False  # still inside the layer: it runs per row
-    path, name, kind = layer
+    path, name = layer
     v = _val(x)
     shape = tuple(v.shape) if isinstance(v, torch.Tensor) else None
     if not (shape is not None and len(shape) >= 2 and same_size(shape[0], a.batch) and same_size(shape[1], a.seq)):
-        raise decline(f"{kind} layer `{path}` ({name}) is computed per row, but its value `{x.name}` of shape "
+        raise decline(f"layer `{path}` ({name}) is computed per row, but its value `{x.name}` of shape "
                       f"{list(shape) if shape is not None else '?'} leaves the layer (read by `{user.name}`) "
                       f"without a [batch, seq, ...] layout to gather back to the packed tokens (a recurrent or "
                       f"conv state? training steps should call the model with use_cache=False)")
     other = next((y for y in a.tokenfn if y is not x and isinstance(y, fx.Node) and a.kind.get(y) == Kind.ROW
-                  and (recurrent_layer(y) or ("",))[0] == path), None)
+                  and (recurrent_layer(y, a) or ("",))[0] == path), None)
     if other is not None:
-        # the layer's output is the one value known to be causal per row; a second one (an intermediate the
-        # model reads elsewhere) is not vouched for
-        raise decline(f"{kind} layer `{path}` ({name}) is computed per row, but two of its values leave it "
+        # the layer's output is the one value checked to be causal per row (verify_per_row); a second one (an
+        # intermediate the model reads elsewhere) is not
+        raise decline(f"layer `{path}` ({name}) is computed per row, but two of its values leave it "
                       f"(`{other.name}` and `{x.name}`, read by `{user.name}`); only its output can be gathered "
                       f"back to the packed tokens")
     a.tokenfn.add(x)
@@ -143,8 +161,7 @@ def classify(n: fx.Node, a, replayed: set, same_size, decline) -> bool:
     runs as eager runs it, row by row): True, the caller goes on to the next node. A node outside such a layer
     that reads its output gets that output admitted back into the packed region (``admit_output``): False,
     the caller's rules then see a gatherable value."""
-    layer = recurrent_layer(n)
-    if layer is not None and layer[1] in PER_ROW_CLASSES:
+    if a.per_row_modules and recurrent_layer(n, a) is not None:
         if not any(a.kind.get(x) == Kind.PACKED or x in a.tokenfn or x in replayed for x in n.all_input_nodes):
             return False  # weights only (the decay's -exp(A_log), say): the ordinary rules apply
         a.kind[n], a.roles[n] = Kind.ROW, None
@@ -157,14 +174,101 @@ def classify(n: fx.Node, a, replayed: set, same_size, decline) -> bool:
 
 
 def per_row_layers(a) -> dict:
-    """{module path: class name} of the recurrent layers an analysis computes per row (their outputs re-enter
-    the packed region)."""
+    """{module path: class name} of the layers an analysis computes per row (their outputs re-enter the packed
+    region)."""
     out = {}
     for x in a.tokenfn:
-        layer = recurrent_layer(x) if isinstance(x, fx.Node) else None
-        if layer is not None and layer[1] in PER_ROW_CLASSES and a.kind.get(x) == Kind.ROW:
+        layer = recurrent_layer(x, a) if isinstance(x, fx.Node) else None
+        if layer is not None and a.kind.get(x) == Kind.ROW:
             out[layer[0]] = layer[1]
     return dict(sorted(out.items()))
+
+
+def layer_output(gm: fx.GraphModule, a, path: str) -> fx.Node:
+    return next(x for x in gm.graph.nodes if x in a.tokenfn and a.kind.get(x) == Kind.ROW
+                and (recurrent_layer(x, a) or ("",))[0] == path)
+
+
+def layer_module(gm: fx.GraphModule, a, path: str) -> tuple[fx.GraphModule, list]:
+    """The layer's nodes as a module of their own: (module, the outside nodes it reads, in its placeholder
+    order). Its output is the layer's output (``layer_output``)."""
+    inside = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")
+              and (recurrent_layer(n, a) or ("",))[0] == path]
+    inside_set = set(inside)
+    ext: list = []
+    for n in inside:
+        for x in n.all_input_nodes:
+            if x not in inside_set and x not in ext:
+                ext.append(x)
+    g = fx.Graph()
+    env = {x: g.placeholder(f"in_{i}") for i, x in enumerate(ext)}
+    for n in inside:
+        env[n] = g.node_copy(n, lambda x: env[x])
+    g.output(env[layer_output(gm, a, path)])
+    return fx.GraphModule(gm, g), ext
+
+
+def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) -> str | None:
+    """Check, on this call's shapes and weights, that every layer the analysis computes per row is causal per
+    row: its output at column t is unchanged when the row's inputs after t change, and each row's output is
+    unchanged when another row's inputs change. That is what computing it once per row and taking one row's
+    value at a shared token relies on (passes/recurrent.py's docstring); a layer recognised by its graph (a
+    token-mixing op inside a sub-layer), not by its class name, is held to it before any packed call. Its
+    packed inputs are random probes, everything else (weights, the padding mask) is the call's own. None when
+    every layer passes; otherwise why (naming the layer), and the graph runs unpacked.
+
+    ``concrete(node)``: the call's shape of a [batch, seq, ...] activation of the graph (symbolic sizes
+    resolved)."""
+    from .nodes import subgraph_module
+
+    pos = {n: i for i, n in enumerate(placeholders)}
+    g = torch.Generator().manual_seed(0)
+    for path, cls in per_row_layers(a).items():
+        mod, ext = layer_module(gm, a, path)
+        others = [x for x in ext if x.op != "placeholder" and a.kind.get(x) != Kind.PACKED]
+        values = dict(zip(others, subgraph_module(gm, others)(*args))) if others else {}
+        probes = []
+        for x in ext:
+            if a.kind.get(x) == Kind.PACKED:
+                sh, v = concrete(x), _val(x)
+                if sh is None or not isinstance(v, torch.Tensor) or not v.is_floating_point():
+                    return f"layer `{path}` ({cls}) reads `{x.name}`, which the causality probe cannot stand in for"
+                probes.append(x)
+                values[x] = torch.randn(sh, generator=g, dtype=torch.float32).to(v.dtype).to(
+                    args[pos[a.ids]].device)
+            elif x.op == "placeholder":
+                values[x] = args[pos[x]]
+        if not probes:
+            continue
+
+        def run(vals):
+            with torch.no_grad():
+                return mod(*[vals[x] for x in ext]).float()
+
+        base = run(values)
+        scale = base.abs().max().clamp_min(1e-6)
+        b, t = base.shape[0], base.shape[1]
+        cut = max(1, t // 2)
+        later = dict(values)
+        for x in probes:
+            later[x] = values[x].clone()
+            later[x][:, cut:] = torch.randn(later[x][:, cut:].shape, generator=g).to(later[x])
+        err = (run(later)[:, :cut] - base[:, :cut]).abs().max() / scale
+        if err > 1e-3:
+            return (f"layer `{path}` ({cls}) mixes tokens and is not causal per row: its output at columns before "
+                    f"{cut} changed (by {err:.1e} of its largest value) when only later columns of its input "
+                    f"changed, so rows sharing a prefix cannot share its values")
+        if b > 1:
+            other = dict(values)
+            for x in probes:
+                other[x] = values[x].clone()
+                other[x][0] = torch.randn(other[x][0].shape, generator=g).to(other[x])
+            err = (run(other)[1:] - base[1:]).abs().max() / scale
+            if err > 1e-3:
+                return (f"layer `{path}` ({cls}) mixes the rows of the batch: its output for rows 1.. changed (by "
+                        f"{err:.1e} of its largest value) when only row 0's input changed")
+        torch._dynamo.utils.counters["replay"][PROBE_COUNTER] += 1
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ tree scan
@@ -216,7 +320,7 @@ def _placeholder_ancestors(n: fx.Node) -> set:
 def _tree_scan_site(gm: fx.GraphModule, a, path: str) -> TreeScanSite | str:
     """The layer's tree-scan site, or why it stays per row (the facts; no mutation)."""
     # (Dynamo gives the layer's parameter placeholders its module stack too: they are inputs, not inside)
-    inside = [n for n in gm.graph.nodes if n.op != "placeholder" and (recurrent_layer(n) or ("",))[0] == path]
+    inside = [n for n in gm.graph.nodes if n.op != "placeholder" and (recurrent_layer(n, a) or ("",))[0] == path]
     inside_set = frozenset(inside)
     outs = [x for x in inside if x in a.tokenfn and a.kind.get(x) == Kind.ROW]
     if len(outs) != 1:

@@ -69,6 +69,10 @@ class GraphAnalysis:
     sorted_keys: dict = field(default_factory=dict)
     segments: dict = field(default_factory=dict)
     inverse_aranges: dict = field(default_factory=dict)
+    # sub-layers computed per row (passes/recurrent.py): module path -> class name; and the token-mixing
+    # sub-layers an analysis met (module path -> class), which ``analyze`` then tries per row
+    per_row_modules: dict = field(default_factory=dict)
+    mixers: dict = field(default_factory=dict)
     reason: str | None = None                     # why the graph is declined (None: it can be packed)
     candidate: bool = True                        # False: no attention or no token ids (nothing to share)
 
@@ -202,19 +206,28 @@ def analyze(gm: fx.GraphModule, seeds: dict | None = None) -> GraphAnalysis:
     token ids whose named inputs are activations of the batch (``[B, T, ...]`` values whose entry at (b, t)
     the caller knows to be a function of the row's prefix up to t, e.g. the hidden states a graph break or a
     DDP/FSDP split passes on). They enter the packed region directly; the caller supplies the plan."""
-    a = GraphAnalysis()
-    try:
-        _analyze(gm, a, seeds)
-    except NotCandidate as e:
-        a.reason, a.candidate = str(e), False
-        count("graphs_not_candidate")
-    except Decline as e:
-        a.reason = str(e)
-        count("graphs_declined")
-        torch._dynamo.utils.counters["replay_declines"][a.reason] += 1
-    else:
-        count("graphs_packable")
-    return a
+    per_row: dict = {}
+    while True:
+        a = GraphAnalysis(per_row_modules=dict(per_row))
+        try:
+            _analyze(gm, a, seeds)
+        except NotCandidate as e:
+            a.reason, a.candidate = str(e), False
+            count("graphs_not_candidate")
+        except Decline as e:
+            new = {c for path, c in a.mixers.items() if path not in per_row}
+            if new:
+                # A sub-layer that mixes tokens without attention (a recurrent scan, a short causal conv): analyse
+                # again with every sub-layer of its class computed per row (their causality per row is checked
+                # on the first call's shapes: recurrent.verify_per_row).
+                per_row.update(recurrent.same_class_sublayers(gm, new))
+                continue
+            a.reason = str(e)
+            count("graphs_declined")
+            torch._dynamo.utils.counters["replay_declines"][a.reason] += 1
+        else:
+            count("graphs_packable")
+        return a
 
 
 def _seed_inputs(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict) -> None:
@@ -346,6 +359,12 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
             continue
         # roles of the output, from the op
         r = infer_roles(n, roles, a)
+        if not packed_ins and isinstance(r, tuple) and B not in r and _expands_to_batch(n, r, a):
+            # a positional table (positions, rope angles) broadcast to the batch (``positions.view(1, 1, T)
+            # .expand(k, B, T)``: multimodal rope's sections): equal along that axis, so it is the batch axis of a
+            # gatherable value (row b's entry at column t is the table's at t)
+            r = tuple(B if i == _expands_to_batch(n, r, a) - 1 else role for i, role in enumerate(r))
+            a.tokenfn.add(n)
         token_ins = [x for x in ins if x in a.tokenfn]
         weights = [x for x in ins if x in a.paramdep]
         per_row = [x for x in ins if not is_packed(x) and x not in a.tokenfn and kind.get(x) != "mask"
@@ -422,7 +441,7 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         replayed.add(n)
         # name the earliest cause: a value that left the packed region upstream of this one
         inherited = next((first_boundary[x] for x in ins if x in replayed and x in first_boundary), None)
-        reason = inherited or _recurrent_layer_reason(n, why) or f"{node_desc(n)}: {why}"
+        reason = inherited or recurrent.layer_reason(n, why, a) or f"{node_desc(n)}: {why}"
         if any(routing_value(x, a) for x in packed_ins):
             # a slot or sorted-row axis, or the batch's expert counts, has no [B, T] layout to replay to
             raise Decline(_aux_loss_reason(n) or reason)
@@ -460,6 +479,20 @@ def packed_reshape(roles: tuple, out_shape, n_tok) -> list | str:
     return out
 
 
+def _expands_to_batch(n: fx.Node, r: tuple, a: GraphAnalysis) -> int:
+    """1 + the dimension an expand of a positional value (roles with T, without B) broadcasts from size 1 to the
+    batch size (the last such dimension: the batch sits right before the positions), or 0."""
+    if not is_expand(n) or T not in r or not isinstance(n.args[0], fx.Node):
+        return 0
+    base, out = shape(n.args[0]), shape(n)
+    br = a.roles.get(n.args[0])
+    if base is None or out is None or br is None or B in br or BT in br or len(base) != len(out):
+        return 0
+    dims = [i for i, (x, y) in enumerate(zip(base, out)) if r[i] is None and same_size(x, 1)
+            and same_size(y, a.batch) and not same_size(y, 1)]
+    return dims[-1] + 1 if dims else 0
+
+
 def is_expand(n: fx.Node) -> bool:
     return op_name(n) in ("expand", "broadcast_to") and shape(n) is not None
 
@@ -492,12 +525,15 @@ def _misaligned(x: fx.Node, n: fx.Node, out_roles: tuple, a: GraphAnalysis) -> b
     if not is_elementwise(n):
         return False  # weights of linear/embedding are not broadcast against the tokens
     xs, out = shape(x), shape(n)
-    if xs is None or out is None or any(role is not None for role in (a.roles.get(x) or ())):
+    if xs is None or out is None:
         return False
+    xr = a.roles.get(x) or (None,) * len(xs)
     off = len(out) - len(xs)
     for i, size in enumerate(xs):
         j = i + off
-        if 0 <= j < len(out_roles) and out_roles[j] is not None and not same_size(size, 1):
+        # a dimension without a role where the result has one (a table's batch-sized axis that the analysis
+        # could not name): gathered by row and column, it would keep its size against the packed axis
+        if xr[i] is None and 0 <= j < len(out_roles) and out_roles[j] is not None and not same_size(size, 1):
             return True
     return False
 
@@ -548,11 +584,6 @@ def _seq_slice(n: fx.Node, roles: dict, a: GraphAnalysis):
         d += 1
     return None
 
-
-
-def _recurrent_layer_reason(n: fx.Node, why: str) -> str | None:
-    """The reason for a token-mixing node inside a recurrent layer, naming the layer (passes/recurrent.py)."""
-    return recurrent.layer_reason(n, why)
 
 
 def _aux_loss_reason(n: fx.Node) -> str | None:

@@ -99,6 +99,26 @@ def parse_options(options: dict | None) -> ReplayOptions:
 _logged_reasons: set = set()
 
 
+def _concrete_shape(x: fx.Node, a: GraphAnalysis, ids: torch.Tensor) -> tuple | None:
+    """This call's shape of ``x``, a [batch, seq, ...] value of the graph: its batch and sequence axes (by role)
+    from the token ids, its other sizes static; None when another size is symbolic."""
+    v = x.meta.get("example_value", x.meta.get("val"))
+    roles = a.roles.get(x)
+    if not isinstance(v, torch.Tensor) or roles is None:
+        return None
+    out = []
+    for role, size in zip(roles, v.shape):
+        if role == B:
+            out.append(int(ids.shape[0]))
+        elif role == T:
+            out.append(int(ids.shape[1]))
+        elif isinstance(size, int):
+            out.append(size)
+        else:
+            return None
+    return tuple(out)
+
+
 def _log_once(reason: str) -> None:
     if reason not in _logged_reasons:
         _logged_reasons.add(reason)
@@ -269,6 +289,7 @@ class ReplayGraph:
         self._continued_verifications = 0   # continuation masks verified in full (once per batch)
         self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
         self._warned_below_threshold = False
+        self._per_row_verified = False      # the layers computed per row passed recurrent.verify_per_row
         try:
             sink_slices(gm)  # semantics-preserving: the LM head after the loss's slice, not before it
             decompose_cross_entropy(gm)  # semantics-preserving: HF's labels loss as a masked log-prob gather
@@ -322,9 +343,10 @@ class ReplayGraph:
         else:
             if self.per_row_layers:
                 torch._dynamo.utils.counters["replay"][recurrent.COUNTER] += len(self.per_row_layers)
-                log.warning("replay: %s computed per row (a recurrent layer's state forks at every branch point, "
-                            "so its tokens are not shared inside it; exact, and every other layer stays packed)",
-                            ", ".join(f"recurrent layer `{p}` ({c})" for p, c in self.per_row_layers.items()))
+                log.warning("replay: %s computed per row (it mixes tokens along the sequence, through a state that "
+                            "forks at every branch point, so its tokens are not shared inside it; exact, checked "
+                            "causal per row on the first call, and every other layer stays packed)",
+                            ", ".join(f"layer `{p}` ({c})" for p, c in self.per_row_layers.items()))
                 for p, why in self.per_row_why.items():
                     log.warning("replay: recurrent layer `%s` computed per row, not on the prefix tree: %s", p, why)
             if self.tree_scan_layers:
@@ -461,6 +483,10 @@ class ReplayGraph:
         if why is not None:
             return self._fallback(why, args)
         why, for_good = self.masks.check(args, am)
+        if why is None and (self.per_row_layers or self.tree_scan_layers) and not self._per_row_verified:
+            why = for_good = recurrent.verify_per_row(self.gm, a, args, self._placeholders,
+                                                      lambda x: _concrete_shape(x, a, ids))
+            self._per_row_verified = why is None
         if why is not None:
             if for_good:
                 self.reason = why
