@@ -103,6 +103,7 @@ def layer_reason(n: fx.Node, why: str, a) -> str | None:
     if path in a.per_row_modules or any(layer_of(s.node, {path}) for s in a.attention):
         return None
     a.mixers[path] = cls
+    a.mixer_reasons.setdefault(path, f"{_desc(n)}: {why}")
     return (f"layer `{path}` ({_cls_name(cls)}) mixes tokens along the sequence ({_desc(n)}: {why}), so it "
             f"cannot run on the packed tokens")
 

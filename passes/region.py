@@ -73,6 +73,7 @@ class GraphAnalysis:
     # sub-layers an analysis met (module path -> class), which ``analyze`` then tries per row
     per_row_modules: dict = field(default_factory=dict)
     mixers: dict = field(default_factory=dict)
+    mixer_reasons: dict = field(default_factory=dict)  # module path -> the token-mixing op that made it per row
     reason: str | None = None                     # why the graph is declined (None: it can be packed)
     candidate: bool = True                        # False: no attention or no token ids (nothing to share)
 
@@ -207,8 +208,9 @@ def analyze(gm: fx.GraphModule, seeds: dict | None = None) -> GraphAnalysis:
     the caller knows to be a function of the row's prefix up to t, e.g. the hidden states a graph break or a
     DDP/FSDP split passes on). They enter the packed region directly; the caller supplies the plan."""
     per_row: dict = {}
+    reasons: dict = {}
     while True:
-        a = GraphAnalysis(per_row_modules=dict(per_row))
+        a = GraphAnalysis(per_row_modules=dict(per_row), mixer_reasons=reasons)
         try:
             _analyze(gm, a, seeds)
         except NotCandidate as e:
@@ -382,7 +384,10 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
                 # depends on the token inputs at (b, <= t) only, which the plan's sharing key covers
                 r = roles[n] = roles[n.args[0]]
             if (token_ins and not per_row and isinstance(r, tuple) and (T in r or BT in r)
-                    and _seq_slice(n, roles, a) is None and not any(x in replayed for x in ins)):
+                    and _seq_slice(n, roles, a) is None
+                    # a per-row layer's admitted output (replayed, and gatherable) scaled on its way out (Falcon-H1's
+                    # ``ssm_out_multiplier``) is still a per-token function of gatherable values
+                    and not any(x in replayed and x not in a.tokenfn for x in ins)):
                 a.tokenfn.add(n)
             if any(x in replayed for x in ins):
                 replayed.add(n)

@@ -37,6 +37,13 @@ _ELEMENTWISE_NAMES = {
     # complex rope (Llama 4: polar(1, angle)); tensors shaped like their input with constant contents (their
     # roles are the input's layout: packed, they are built on the packed tokens)
     "expm1", "polar", "ones_like", "zeros_like", "full_like", "empty_like",
+    # more element-wise math (Ministral 3's per-position scale: 1 + beta * log(1 + floor(pos / L)))
+    "floor", "ceil", "round", "trunc", "frac", "sign", "log2", "log10", "exp2", "sinh", "cosh", "atan", "asin",
+    "acos", "atan2", "remainder", "fmod", "floor_divide", "logaddexp", "hypot", "lerp", "addcmul", "addcdiv",
+    "hardtanh", "leaky_relu", "elu", "selu", "celu", "softsign", "hardswish", "hardsigmoid", "relu6",
+    "nan_to_num", "isnan", "isinf", "isfinite", "signbit", "xlogy", "copysign", "bitwise_not", "bitwise_xor",
+    "xor", "logical_xor", "pos", "erfc", "erfinv", "float_power", "sigmoid_", "relu_", "clamp_", "clamp_min",
+    "clamp_max", "div_", "neg_", "exp_",
 }
 _REDUCE_NAMES = {"mean", "sum", "amax", "amin", "logsumexp", "norm", "var", "std", "prod", "max", "min", "argmax",
                  "argmin", "all", "any"}
@@ -64,6 +71,10 @@ def infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     name = op_name(n)
     base = n.args[0] if n.args else None
     br = roles.get(base) if isinstance(base, fx.Node) else None
+    if name == "gather" and br is not None and _per_token_gather(n, br, roles, a):
+        # a router's gather of each token's top-k weights (``weights.gather(-1, experts)``): index and source
+        # are the same token's values, so it is per-token (a vocabulary gather reads per-row labels instead)
+        return br
     if br is not None and name in _BY_NAME and not _binary_min_max(n):
         return _BY_NAME[name](n, name, base, br, out_shape)
     if is_elementwise(n) or _binary_min_max(n):
@@ -105,6 +116,18 @@ def _addmm(n, roles, out_shape):
     return rx[:-1] + (None,)
 
 
+def _stack(n, roles, out_shape):
+    # a new axis of stacked tensors (Gemma 3n's AltUp predictions): the others keep their roles
+    tensors = n.args[0]
+    dim = dim_arg(n, 1, 0)
+    ref = next((roles[x] for x in tensors if isinstance(x, fx.Node) and roles.get(x) and any(roles[x])), None)
+    if ref is None or out_shape is None:
+        return None
+    d = norm_dim(dim, len(out_shape))
+    per = _broadcast_roles(n, list(tensors), roles, shape_of=lambda _: out_shape[:d] + out_shape[d + 1:])
+    return None if per is None else per[:d] + (None,) + per[d:]
+
+
 def _cat(n, roles, out_shape):
     tensors = n.args[0]
     dim = dim_arg(n, 1, 0)
@@ -133,7 +156,8 @@ def _dropout(n, roles, out_shape):
 
 
 _BY_TARGET = {target: rule for targets, rule in ((EMBEDDING, _embedding), (LINEAR, _linear), (MATMUL, _matmul),
-                                                 ({torch.cat}, _cat), ({operator.getitem}, _getitem), ({torch.addmm}, _addmm),
+                                                 ({torch.cat}, _cat), ({torch.stack}, _stack), ({operator.getitem}, _getitem),
+                                                 ({torch.addmm}, _addmm),
                                                  (DROPOUT, _dropout))
               for target in targets}
 
@@ -182,6 +206,36 @@ def _complex_view(n, name, base, br, out_shape):
     if br[-1] is not None:
         return "`view_as_complex` of the sequence or batch axis"
     return br[:-1]
+
+
+def _repeat_interleave(n, name, base, br, out_shape):
+    # each entry repeated along one dimension (ERNIE's interleaved rope tables): per-token along any other
+    dim = dim_arg(n, 2)
+    if dim is None:
+        return "`repeat_interleave` of a flattened tensor with a sequence or batch axis"
+    if br[norm_dim(dim, len(br))] is not None:
+        return "`repeat_interleave` along the sequence or batch axis"
+    return br
+
+
+def _repeat(n, name, base, br, out_shape):
+    sizes = n.args[1] if len(n.args) == 2 and isinstance(n.args[1], (tuple, list)) else n.args[1:]
+    off = len(sizes) - len(br)
+    if off < 0 or any(role is not None and sizes[i + off] != 1 for i, role in enumerate(br)):
+        return f"`{name}` along the sequence or batch axis"
+    return (None,) * off + tuple(br)
+
+
+def _flip(n, name, base, br, out_shape):
+    dims = n.kwargs.get("dims", n.args[1] if len(n.args) > 1 else None)
+    if name == "roll":
+        dims = n.kwargs.get("dims", n.args[2] if len(n.args) > 2 else None)
+        if dims is None:
+            return "`roll` of a flattened tensor with a sequence or batch axis"
+    dims = [dims] if isinstance(dims, int) else list(dims or ())
+    if any(br[norm_dim(d, len(br))] is not None for d in dims):
+        return f"`{name}` along the sequence or batch axis (token mixing)"
+    return br
 
 
 def _reduce(n, name, base, br, out_shape):
@@ -235,14 +289,15 @@ _BY_NAME = {name: rule for names, rule in (
     (("squeeze",), _squeeze), (VIEW_NAMES, _view), (EXPAND_NAMES, _expand), (_REDUCE_NAMES, _reduce),
     (("rms_norm", "layer_norm"), _norm), (("chunk", "split", "tensor_split", "unbind"), _split),
     (_ALONG_DIM_NAMES, _along_dim), (("gather",), _gather),
-    (("view_as_complex", "view_as_real"), _complex_view)) for name in names}
+    (("view_as_complex", "view_as_real"), _complex_view), (("repeat_interleave",), _repeat_interleave),
+    (("repeat", "tile"), _repeat), (("flip", "roll"), _flip)) for name in names}
 assert not set(_BY_NAME) & _ELEMENTWISE_NAMES  # a name has one rule
 
 
 # -- helpers of the rules
 
-def _broadcast_roles(node: fx.Node, inputs: list, roles: dict) -> tuple | None:
-    out = shape(node)
+def _broadcast_roles(node: fx.Node, inputs: list, roles: dict, shape_of=shape) -> tuple | None:
+    out = shape_of(node)
     if out is None:
         return None
     res = [None] * len(out)
@@ -377,6 +432,18 @@ def _getitem_roles(node: fx.Node, base_roles: tuple, idx) -> tuple | str:
     return tuple(out)
 
 
+
+
+def _per_token_gather(n: fx.Node, br: tuple, roles: dict, a: GraphAnalysis) -> bool:
+    """A gather along a dimension without a role whose index is an activation of the same tokens (packed, with
+    the source's roles): each token reads its own entries."""
+    from .nodes import Kind
+
+    dim = dim_arg(n, 1)
+    index = n.kwargs.get("index", n.args[2] if len(n.args) > 2 else None)
+    if not isinstance(dim, int) or not isinstance(index, fx.Node) or br[norm_dim(dim, len(br))] is not None:
+        return False
+    return a.kind.get(index) == Kind.PACKED and roles.get(index) == br
 
 
 def _binary_min_max(n: fx.Node) -> bool:

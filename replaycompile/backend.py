@@ -343,12 +343,13 @@ class ReplayGraph:
         else:
             if self.per_row_layers:
                 torch._dynamo.utils.counters["replay"][recurrent.COUNTER] += len(self.per_row_layers)
-                log.warning("replay: %s computed per row (it mixes tokens along the sequence, through a state that "
-                            "forks at every branch point, so its tokens are not shared inside it; exact, checked "
-                            "causal per row on the first call, and every other layer stays packed)",
-                            ", ".join(f"layer `{p}` ({c})" for p, c in self.per_row_layers.items()))
+                log.warning("replay: %s computed per row (an op the packed layout cannot take: a recurrent scan or "
+                            "a causal conv carries each row's history; its tokens are not shared inside it; exact, "
+                            "checked causal per row on the first call; every other layer stays packed)",
+                            ", ".join(f"layer `{p}` ({c}: {self.analysis.mixer_reasons.get(p, '?')})"
+                                      for p, c in self.per_row_layers.items()))
                 for p, why in self.per_row_why.items():
-                    log.warning("replay: recurrent layer `%s` computed per row, not on the prefix tree: %s", p, why)
+                    log.info("replay: layer `%s` computed per row, not on the prefix tree: %s", p, why)
             if self.tree_scan_layers:
                 torch._dynamo.utils.counters["replay"][recurrent.TREE_SCAN_COUNTER] += len(self.tree_scan_layers)
                 log.info("replay: %s run on the prefix tree (each segment's scan starts from its parent's state)",

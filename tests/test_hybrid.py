@@ -82,7 +82,8 @@ def test_qwen3_next_group_is_packed_with_the_gated_deltanet_per_row(layer_types,
         ref, got, st = _compiled_step(model, batch, **PER_ROW)
     _assert_packed_per_row(st, batch, [layer])
     assert torch._dynamo.utils.counters["replay"][recurrent.COUNTER] - before == 1
-    assert any(f"`{layer}` (Qwen3NextGatedDeltaNet) computed per row" in r.getMessage() for r in caplog.records)
+    assert any(f"`{layer}` (Qwen3NextGatedDeltaNet: `conv1d`" in r.getMessage() and "computed per row" in
+               r.getMessage() for r in caplog.records)
     assert {f"{layer}.conv1d.weight", f"{layer}.A_log", f"{layer}.dt_bias", f"{layer}.in_proj_qkvz.weight",
             f"{layer}.out_proj.weight", f"{layer}.norm.weight"} <= set(ref[1])
     _assert_region_per_row(replay_graphs[0].analysis, layer)
