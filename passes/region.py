@@ -32,7 +32,7 @@ from . import recurrent
 from .cross_entropy import REFINABLE
 from .nodes import (EMBEDDING, VIEW_NAMES, B, BT, Decline, Kind, NotCandidate, T, count, is_symint_node,
                     node_desc, op_name, same_size, shape, val)
-from .roles import infer_roles, is_elementwise, prefix_scan, routing_value
+from .roles import NEW_TENSOR_NAMES, infer_roles, is_elementwise, prefix_scan, routing_value
 
 
 @dataclass
@@ -515,7 +515,7 @@ def _check_layout(gm: fx.GraphModule, a: GraphAnalysis) -> None:
                 if a.kind.get(x) == Kind.PACKED and x.op != "placeholder" and B not in r and BT not in r:
                     raise Decline(f"node `{x.name}` has no batch axis to replay to")
         elif k == Kind.PACKED and n.op != "placeholder" and n not in sites and n not in a.inverse_aranges:
-            if is_reshape(n):
+            if is_reshape(n) or op_name(n) in NEW_TENSOR_NAMES:
                 why = packed_reshape(a.roles[n], shape(n), 0)
                 if isinstance(why, str):
                     raise Decline(why)

@@ -28,6 +28,7 @@ from replaycompile.kernels.tree_scan import gated_deltanet_packed
 from .loss_weights import keep_positions, space_weights
 from .nodes import LINEAR, B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
 from .region import GraphAnalysis, is_expand, is_reshape, packed_reshape
+from .roles import NEW_TENSOR_NAMES
 from .selected_tokens import selected_only, token_axis
 
 log = logging.getLogger("replaycompile")
@@ -715,6 +716,12 @@ def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_inde
         sizes = packed_reshape(roles, out_shape, n_tok)
         assert not isinstance(sizes, str), sizes  # region._check_layout declined such graphs
         return g.call_method("reshape", (arg(n.args[0]), sizes))
+    if op_name(n) in NEW_TENSOR_NAMES and n.op == "call_method":
+        sizes = packed_reshape(roles, out_shape, n_tok)
+        assert not isinstance(sizes, str), sizes  # region._check_layout declined such graphs
+        fill = (arg(n.args[-1]),) if op_name(n) == "new_full" else ()
+        return g.call_method(op_name(n), (arg(n.args[0]), sizes) + fill, {k: arg(v) for k, v in n.kwargs.items()
+                                                                           if k != "size"})
     if n in a.inverse_aranges:  # arange(k * tokens) of an MoE inverse permutation, on the packed tokens' slots
         n_slots = g.call_function(operator.mul, (n_tok, slots(a.inverse_aranges[n])))
         return g.call_function(torch.arange, (n_slots,), dict(n.kwargs))

@@ -30,7 +30,7 @@ _ELEMENTWISE_NAMES = {
     "add", "sub", "mul", "div", "true_divide", "truediv", "neg", "pow", "rsqrt", "sqrt", "exp", "log", "log1p",
     "tanh", "sigmoid", "sin", "cos", "abs", "erf", "reciprocal", "square", "maximum", "minimum", "clamp", "clip",
     "where", "silu", "gelu", "relu", "softplus", "mish", "float", "half", "bfloat16", "double", "to", "type_as",
-    "contiguous", "clone", "detach", "type", "eq", "ne", "lt", "le", "gt", "ge", "and_", "or_", "invert",
+    "contiguous", "clone", "detach", "type", "bool", "long", "int", "eq", "ne", "lt", "le", "gt", "ge", "and_", "or_", "invert",
     "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or", "masked_fill", "floordiv", "mod",
     "sub_", "add_", "mul_", "tanh_", "fill_", "rsub", "_log_api_usage_once", "requires_grad_",
     "itruediv", "imul", "iadd", "isub",
@@ -44,6 +44,7 @@ _ELEMENTWISE_NAMES = {
     "nan_to_num", "isnan", "isinf", "isfinite", "signbit", "xlogy", "copysign", "bitwise_not", "bitwise_xor",
     "xor", "logical_xor", "pos", "erfc", "erfinv", "float_power", "sigmoid_", "relu_", "clamp_", "clamp_min",
     "clamp_max", "div_", "neg_", "exp_",
+    "copy_",  # a per-token write into a view of a packed tensor (MLA's key halves): the destination's layout
 }
 _REDUCE_NAMES = {"mean", "sum", "amax", "amin", "logsumexp", "norm", "var", "std", "prod", "max", "min", "argmax",
                  "argmin", "all", "any"}
@@ -71,7 +72,7 @@ def infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     name = op_name(n)
     base = n.args[0] if n.args else None
     br = roles.get(base) if isinstance(base, fx.Node) else None
-    if name == "gather" and br is not None and _per_token_gather(n, br, roles, a):
+    if name in _PER_TOKEN_INDEXED and br is not None and _per_token_gather(n, br, roles, a):
         # a router's gather of each token's top-k weights (``weights.gather(-1, experts)``): index and source
         # are the same token's values, so it is per-token (a vocabulary gather reads per-row labels instead)
         return br
@@ -208,6 +209,19 @@ def _complex_view(n, name, base, br, out_shape):
     return br[:-1]
 
 
+NEW_TENSOR_NAMES = ("new_empty", "new_zeros", "new_ones", "new_full")
+
+
+def _new_tensor(n, name, base, br, out_shape):
+    # a fresh tensor shaped like its source (MLA's keys: ``k_nope.new_empty(B, H, T, d)`` then filled in place by
+    # per-token copies): the source's layout; the rewrite gives it the packed sizes
+    bs = shape(base)
+    if out_shape is None or bs is None or len(bs) != len(out_shape) or \
+            not all(same_size(x, y) for x, y, role in zip(bs, out_shape, br) if role is not None):
+        return f"`{name}` shaped unlike its source along the sequence or batch axis"
+    return br
+
+
 def _repeat_interleave(n, name, base, br, out_shape):
     # each entry repeated along one dimension (ERNIE's interleaved rope tables): per-token along any other
     dim = dim_arg(n, 2)
@@ -290,7 +304,7 @@ _BY_NAME = {name: rule for names, rule in (
     (("rms_norm", "layer_norm"), _norm), (("chunk", "split", "tensor_split", "unbind"), _split),
     (_ALONG_DIM_NAMES, _along_dim), (("gather",), _gather),
     (("view_as_complex", "view_as_real"), _complex_view), (("repeat_interleave",), _repeat_interleave),
-    (("repeat", "tile"), _repeat), (("flip", "roll"), _flip)) for name in names}
+    (("repeat", "tile"), _repeat), (("flip", "roll"), _flip), (NEW_TENSOR_NAMES, _new_tensor)) for name in names}
 assert not set(_BY_NAME) & _ELEMENTWISE_NAMES  # a name has one rule
 
 
@@ -434,14 +448,24 @@ def _getitem_roles(node: fx.Node, base_roles: tuple, idx) -> tuple | str:
 
 
 
+# gathers and scatters along a per-token dimension (a router's top-k weights; group-limited top-k's group mask,
+# ``zeros_like(scores).scatter_(1, top_groups, 1)``)
+_PER_TOKEN_INDEXED = {"gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+                      "scatter_reduce_"}
+
+
 def _per_token_gather(n: fx.Node, br: tuple, roles: dict, a: GraphAnalysis) -> bool:
-    """A gather along a dimension without a role whose index is an activation of the same tokens (packed, with
-    the source's roles): each token reads its own entries."""
+    """A gather or scatter along a dimension without a role whose index is an activation of the same tokens
+    (packed, with the source's roles), as is any source tensor it scatters: each token reads or writes its own
+    entries."""
     from .nodes import Kind
 
     dim = dim_arg(n, 1)
     index = n.kwargs.get("index", n.args[2] if len(n.args) > 2 else None)
     if not isinstance(dim, int) or not isinstance(index, fx.Node) or br[norm_dim(dim, len(br))] is not None:
+        return False
+    src = n.kwargs.get("src", n.args[3] if len(n.args) > 3 else None)
+    if isinstance(src, fx.Node) and roles.get(src) != br:
         return False
     return a.kind.get(index) == Kind.PACKED and roles.get(index) == br
 
