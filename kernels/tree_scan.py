@@ -28,11 +28,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .tree_scan_reference import (DeltaNetDims, DeltaNetWeights, decay_and_gate, delta_rule, gated_deltanet_rows,
-                                  gated_norm_out, project, split_qkv)
+from .tree_scan_reference import (DeltaNetDims, DeltaNetWeights, SplitDeltaNetWeights, decay_and_gate, delta_rule,
+                                  gated_deltanet_rows, gated_norm_out, project, split_qkv)
 
-__all__ = ["DeltaNetDims", "DeltaNetWeights", "TreeScanIndex", "tree_scan_index", "gated_deltanet_tree",
-           "gated_deltanet_packed"]
+__all__ = ["DeltaNetDims", "DeltaNetWeights", "SplitDeltaNetWeights", "TreeScanIndex", "tree_scan_index",
+           "gated_deltanet_tree", "gated_deltanet_packed", "gated_deltanet_tree_op"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,7 +124,8 @@ def _zero_row(x: Tensor) -> Tensor:
     return torch.cat((x, x.new_zeros((1,) + tuple(x.shape[1:]))), dim=0)
 
 
-def gated_deltanet_tree(x: Tensor, w: DeltaNetWeights, d: DeltaNetDims, index: TreeScanIndex) -> Tensor:
+def gated_deltanet_tree(x: Tensor, w: DeltaNetWeights | SplitDeltaNetWeights, d: DeltaNetDims,
+                        index: TreeScanIndex) -> Tensor:
     """The layer on packed tokens: ``x`` [N, hidden] (the plan's DFS order) -> [N, hidden]. ``index.contiguous``
     must hold (``gated_deltanet_packed`` falls back to the rows otherwise)."""
     assert index.contiguous, "a row with a pad between real tokens: run the rows (gated_deltanet_packed)"
@@ -159,28 +160,93 @@ def gated_deltanet_tree(x: Tensor, w: DeltaNetWeights, d: DeltaNetDims, index: T
 _last_index: list = [None, None, None]  # (scatter_index, kernel_size, TreeScanIndex): one plan, several layers
 
 
-# The packed graph calls this through ``passes.rewrite.tree_scan_call()`` (Dynamo runs it as it is there); no
-# Dynamo here: importing the kernels must not import Dynamo (and with it Triton).
-def gated_deltanet_packed(x: Tensor, in_proj_qkvz: Tensor, in_proj_ba: Tensor, conv: Tensor, dt_bias: Tensor,
-                          A_log: Tensor, norm: Tensor, out_proj: Tensor, scatter_index: Tensor, gather_index: Tensor,
-                          seg_q: Tensor, num_k_heads: int, head_k_dim: int, norm_eps: float) -> Tensor:
-    """The packed graph's call: ``x`` [1, N, hidden] packed, the layer's weights, the plan's index tensors and the
-    two sizes the weights' shapes do not give; [1, N, hidden]. A batch with a pad between two real tokens of a
-    row runs the reference on the replayed rows (counted: ``counters["replay"]["recurrent_tree_scan_rows"]``)."""
-    d = DeltaNetDims(num_k_heads, head_k_dim, int(dt_bias.shape[0]), int(norm.shape[0]), int(conv.shape[-1]),
-                     norm_eps)
-    w = DeltaNetWeights(in_proj_qkvz, in_proj_ba, conv, dt_bias, A_log, norm, out_proj)
+def _weights(weights) -> DeltaNetWeights | SplitDeltaNetWeights:
+    """The layer's weights from the op's list: 7 (fused grouped projections, Qwen3-Next) or 9 (split, Qwen3.5)."""
+    return DeltaNetWeights(*weights) if len(weights) == 7 else SplitDeltaNetWeights(*weights)
+
+
+def _dims(weights, num_k_heads: int, head_k_dim: int, norm_eps: float) -> DeltaNetDims:
+    w = _weights(weights)
+    return DeltaNetDims(num_k_heads, head_k_dim, int(w.dt_bias.shape[0]), int(w.norm.shape[0]),
+                        int(w.conv.shape[-1]), norm_eps)
+
+
+def _index(scatter_index: Tensor, gather_index: Tensor, seg_q: Tensor, kernel_size: int) -> TreeScanIndex:
     cached = _last_index
-    if cached[0] is scatter_index and cached[1] == d.kernel_size:
-        index = cached[2]
-    else:
-        index = tree_scan_index(scatter_index.cpu(), gather_index.cpu(), seg_q.cpu(), d.kernel_size)
-        cached[:] = [scatter_index, d.kernel_size, index]
+    if cached[0] is scatter_index and cached[1] == kernel_size:
+        return cached[2]
+    index = tree_scan_index(scatter_index.cpu(), gather_index.cpu(), seg_q.cpu(), kernel_size)
+    cached[:] = [scatter_index, kernel_size, index]
+    return index
+
+
+def gated_deltanet_packed(x: Tensor, weights: list, scatter_index: Tensor, gather_index: Tensor, seg_q: Tensor,
+                          num_k_heads: int, head_k_dim: int, norm_eps: float) -> Tensor:
+    """The layer on a batch's packed tokens: ``x`` [1, N, hidden] packed, the layer's weights (7 fused or 9
+    split, see ``_weights``), the plan's index tensors and the sizes the weights' shapes do not give; [1, N,
+    hidden]. Plain torch ops (autograd runs through it). A batch with a pad between two real tokens of a row
+    runs the reference on the replayed rows (counted: ``counters["replay"]["recurrent_tree_scan_rows"]``)."""
+    w = _weights(weights)
+    d = _dims(weights, num_k_heads, head_k_dim, norm_eps)
+    index = _index(scatter_index, gather_index, seg_q, d.kernel_size)
     if index.contiguous:
         return gated_deltanet_tree(x[0], w, d, index)[None]
-    torch._dynamo.utils.counters["replay"]["recurrent_tree_scan_rows"] += 1
+    import torch._dynamo.utils as dynamo_utils  # only on this path: the kernels' import must not load Dynamo
+
+    dynamo_utils.counters["replay"]["recurrent_tree_scan_rows"] += 1
     B, T = scatter_index.shape
     rows = _zero_row(x[0]).index_select(0, scatter_index.reshape(-1)).reshape(B, T, -1)
     mask = (scatter_index < index.num_packed).to(x.dtype)
     out = gated_deltanet_rows(rows, mask, w, d)
     return out.reshape(B * T, -1).index_select(0, gather_index)[None]
+
+
+# The packed graph's call: an opaque op (its Python runs over the plan's pieces and depths, which no compiler
+# should trace), with a registered fake, so any inner compiler (inductor included) compiles the rest of the graph
+# around it; its backward recomputes the forward under autograd (the layer's activations are not kept between
+# the two: a recurrent layer's are small beside the attention's).
+@torch.library.custom_op("replaycompile::gated_deltanet_tree", mutates_args=())
+def gated_deltanet_tree_op(x: Tensor, weights: list[Tensor], scatter_index: Tensor, gather_index: Tensor,
+                           seg_q: Tensor, num_k_heads: int, head_k_dim: int, norm_eps: float) -> Tensor:
+    with torch.no_grad():
+        return gated_deltanet_packed(x, weights, scatter_index, gather_index, seg_q, num_k_heads, head_k_dim,
+                                     norm_eps)
+
+
+@gated_deltanet_tree_op.register_fake
+def _(x, weights, scatter_index, gather_index, seg_q, num_k_heads, head_k_dim, norm_eps):
+    return x.new_empty(x.shape)
+
+
+@torch.library.custom_op("replaycompile::gated_deltanet_tree_backward", mutates_args=())
+def gated_deltanet_tree_backward(grad: Tensor, x: Tensor, weights: list[Tensor], scatter_index: Tensor,
+                                 gather_index: Tensor, seg_q: Tensor, num_k_heads: int, head_k_dim: int,
+                                 norm_eps: float) -> list[Tensor]:
+    # torch.func.vjp: a custom op's body runs below autograd's dispatch keys, where autograd.grad sees no graph
+    def layer(x, *ws):
+        return gated_deltanet_packed(x, list(ws), scatter_index, gather_index, seg_q, num_k_heads, head_k_dim,
+                                     norm_eps)
+
+    _, vjp = torch.func.vjp(layer, x, *weights)
+    return list(vjp(grad))
+
+
+@gated_deltanet_tree_backward.register_fake
+def _(grad, x, weights, scatter_index, gather_index, seg_q, num_k_heads, head_k_dim, norm_eps):
+    return [x.new_empty(x.shape)] + [w.new_empty(w.shape) for w in weights]
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], *inputs[1], *inputs[2:5])
+    ctx.sizes = inputs[5:]
+    ctx.n_weights = len(inputs[1])
+
+
+def _backward(ctx, grad):
+    saved = ctx.saved_tensors
+    x, weights, (scat, gath, seg) = saved[0], list(saved[1:1 + ctx.n_weights]), saved[1 + ctx.n_weights:]
+    grads = gated_deltanet_tree_backward(grad, x, weights, scat, gath, seg, *ctx.sizes)
+    return grads[0], grads[1:], None, None, None, None, None, None
+
+
+gated_deltanet_tree_op.register_autograd(_backward, setup_context=_setup_context)

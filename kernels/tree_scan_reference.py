@@ -41,6 +41,22 @@ class DeltaNetWeights:
     out_proj: Tensor      # [hidden, value_dim]
 
 
+@dataclass(frozen=True)
+class SplitDeltaNetWeights:
+    """A Gated DeltaNet whose projections are separate and not grouped by key head (HF Qwen3.5, OLMo hybrid):
+    q|k|v in one projection (all query heads, then all key heads, then all value heads), z, b and a apart."""
+
+    in_proj_qkv: Tensor   # [2 * key_dim + value_dim, hidden]
+    in_proj_z: Tensor     # [value_dim, hidden]
+    in_proj_b: Tensor     # [num_v_heads, hidden]
+    in_proj_a: Tensor     # [num_v_heads, hidden]
+    conv: Tensor
+    dt_bias: Tensor
+    A_log: Tensor
+    norm: Tensor
+    out_proj: Tensor
+
+
 def delta_rule():
     """transformers' chunked gated delta rule, looked up at call time (a test may patch the module's copy)."""
     from transformers.models.qwen3_next import modeling_qwen3_next as hf
@@ -48,10 +64,14 @@ def delta_rule():
     return hf.torch_chunk_gated_delta_rule
 
 
-def project(x: Tensor, w: DeltaNetWeights, d: DeltaNetDims):
+def project(x: Tensor, w: DeltaNetWeights | SplitDeltaNetWeights, d: DeltaNetDims):
     """Per token: (mixed q|k|v before the conv [..., conv_dim], z [..., Hv, dv], b [..., Hv], a [..., Hv]), in
-    the grouped head order of the layer's ``fix_query_key_value_ordering``."""
+    the grouped head order of the layer's ``fix_query_key_value_ordering`` (fused weights), or as the split
+    projections give them."""
     lead = x.shape[:-1]
+    if isinstance(w, SplitDeltaNetWeights):
+        return (F.linear(x, w.in_proj_qkv), F.linear(x, w.in_proj_z).reshape(*lead, d.num_v_heads, d.head_v_dim),
+                F.linear(x, w.in_proj_b), F.linear(x, w.in_proj_a))
     r = d.num_v_heads // d.num_k_heads
     qkvz = F.linear(x, w.in_proj_qkvz).view(*lead, d.num_k_heads, 2 * d.head_k_dim + 2 * r * d.head_v_dim)
     ba = F.linear(x, w.in_proj_ba).view(*lead, d.num_k_heads, 2 * r)

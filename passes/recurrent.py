@@ -279,15 +279,23 @@ TREE_SCAN_COUNTER = "recurrent_layers_tree_scan"  # counters["replay"][...]: lay
 # The weights of a Qwen3NextGatedDeltaNet, in the kernel's argument order, by the end of the name Dynamo gives the
 # placeholder of each (lower case; ``A_log`` becomes ``a_log``): the layer's own parameters, so no other
 # placeholder of the graph ends so among the layer's inputs.
-_WEIGHT_SUFFIXES = (
-    ("in_proj_qkvz", "in_proj_qkvz_parameters_weight_"),
-    ("in_proj_ba", "in_proj_ba_parameters_weight_"),
+_SHARED_SUFFIXES = (
     ("conv", "conv1d_parameters_weight_"),
     ("dt_bias", "parameters_dt_bias_"),
     ("A_log", "parameters_a_log_"),
     ("norm", "norm_parameters_weight_"),
     ("out_proj", "out_proj_parameters_weight_"),
 )
+_WEIGHT_SUFFIXES = (  # fused projections grouped by key head (Qwen3-Next)
+    ("in_proj_qkvz", "in_proj_qkvz_parameters_weight_"),
+    ("in_proj_ba", "in_proj_ba_parameters_weight_"),
+) + _SHARED_SUFFIXES
+_SPLIT_WEIGHT_SUFFIXES = (  # separate projections (Qwen3.5, OLMo hybrid)
+    ("in_proj_qkv", "in_proj_qkv_parameters_weight_"),
+    ("in_proj_z", "in_proj_z_parameters_weight_"),
+    ("in_proj_b", "in_proj_b_parameters_weight_"),
+    ("in_proj_a", "in_proj_a_parameters_weight_"),
+) + _SHARED_SUFFIXES
 
 
 @dataclass(frozen=True, eq=False)
@@ -332,8 +340,9 @@ def _tree_scan_site(gm: fx.GraphModule, a, path: str) -> TreeScanSite | str:
         return (f"it reads {len(packed)} packed activations ({', '.join(x.name for x in packed)}); the tree scan "
                 f"takes one, [batch, seq, hidden]")
     phs = [x for x in ext if x.op == "placeholder"]
+    split = any(x.name.lower().endswith("in_proj_qkv_parameters_weight_") for x in phs)
     weights = []
-    for name, suffix in _WEIGHT_SUFFIXES:
+    for name, suffix in _SPLIT_WEIGHT_SUFFIXES if split else _WEIGHT_SUFFIXES:
         hits = [x for x in phs if x.name.lower().endswith(suffix)]
         if len(hits) != 1:
             return f"its weight `{name}` is not one placeholder among its inputs (found {len(hits)})"
@@ -343,15 +352,33 @@ def _tree_scan_site(gm: fx.GraphModule, a, path: str) -> TreeScanSite | str:
         # built from the same mask
         if x.op == "placeholder" or _placeholder_ancestors(x) - {a.attention_mask}:
             return f"it reads `{x.name}`, which is neither one of its weights nor the attention mask"
-    qkvz = weights[0]
-    views = [u for n in inside if op_name(n) == "linear" and len(n.args) > 1 and n.args[1] is qkvz
-             for u in n.users if op_name(u) in ("view", "reshape")]
-    view_shape = shape(views[0]) if len(views) == 1 else None
-    if view_shape is None or len(view_shape) != 4 or not isinstance(view_shape[-2], int):
-        return "its q/k/v/z projection is not viewed as [batch, seq, key heads, ...] (the kernel needs that count)"
-    num_k_heads = view_shape[-2]
-    conv_dim, value_dim = shape(weights[2])[0], shape(weights[3])[0] * shape(weights[5])[0]
-    head_k_dim = (conv_dim - value_dim) // (2 * num_k_heads)
+    conv_w, dt_w, norm_w = weights[-5], weights[-4], weights[-2]
+    conv_dim, value_dim = shape(conv_w)[0], shape(dt_w)[0] * shape(norm_w)[0]
+    if split:
+        # the conv's output split as [key_dim, key_dim, value_dim], the query (its first part) viewed as
+        # [batch, seq, key heads, head_k_dim]
+        heads = set()
+        for n in inside:
+            sizes = n.args[1] if op_name(n) in ("split", "split_with_sizes") and len(n.args) > 1 else None
+            if not (isinstance(sizes, (list, tuple)) and len(sizes) == 3 and sum(sizes) == conv_dim
+                    and sizes[0] == sizes[1] == (conv_dim - value_dim) // 2):
+                continue
+            query = [u for u in n.users if op_name(u) == "getitem" and u.args[1] == 0]
+            heads |= {shape(v)[-1] for q in query for v in q.users if op_name(v) in ("view", "reshape")
+                      and shape(v) is not None and len(shape(v)) == 4 and isinstance(shape(v)[-1], int)}
+        if len(heads) != 1:
+            return "its key head size is not one view of the conv's query part (the kernel needs it)"
+        head_k_dim = heads.pop()
+        num_k_heads = (conv_dim - value_dim) // (2 * head_k_dim)
+    else:
+        qkvz = weights[0]
+        views = [u for n in inside if op_name(n) == "linear" and len(n.args) > 1 and n.args[1] is qkvz
+                 for u in n.users if op_name(u) in ("view", "reshape")]
+        view_shape = shape(views[0]) if len(views) == 1 else None
+        if view_shape is None or len(view_shape) != 4 or not isinstance(view_shape[-2], int):
+            return "its q/k/v/z projection is not viewed as [batch, seq, key heads, ...] (the kernel needs that count)"
+        num_k_heads = view_shape[-2]
+        head_k_dim = (conv_dim - value_dim) // (2 * num_k_heads)
     convs = [n for n in inside if op_name(n) == "conv1d"]
     silu_after = [u for c in convs for s in c.users for u in s.users if op_name(u) == "silu"]
     if len(convs) != 1 or len(silu_after) != 1:
@@ -375,10 +402,6 @@ def tree_scan_sites(gm: fx.GraphModule, a, inner: str) -> tuple[dict, dict]:
     packed graph's calls as they are (``inner="eager"``)."""
     sites, per_row = {}, {}
     for path, cls in per_row_layers(a).items():
-        if inner != "eager":
-            per_row[path] = (f"the tree scan runs Python over the batch's plan, which inner={inner!r} would trace; "
-                             f"use inner='eager' (Qwen3-Next's backward fails under aot_eager in torch 2.13)")
-            continue
         site = _tree_scan_site(gm, a, path)
         if isinstance(site, str):
             per_row[path] = site

@@ -23,7 +23,7 @@ from replaycompile import ops
 from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
 from replaycompile.kernels.block_sparse_attention import default_blocks
-from replaycompile.kernels.tree_scan import gated_deltanet_packed
+import replaycompile.kernels.tree_scan  # noqa: F401 - registers replaycompile::gated_deltanet_tree
 
 from .loss_weights import keep_positions, space_weights
 from .nodes import LINEAR, B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
@@ -190,13 +190,10 @@ class _Stream:
         self.gath.append(g.call_function(torch.index_select, (self.gath[0], 0, index)))
 
 
-@functools.cache
 def tree_scan_call():
-    """``gated_deltanet_packed`` as the packed graph calls it. The packed graph is itself compiled by Dynamo (with the
-    inner backend): it runs this call as it is, one graph break, rather than trace its Python over the plan (pieces,
-    depths), which would break the graph at every data-dependent step and recompile per batch. Wrapped at the first
-    rewrite, not in the kernel module, whose import must not load Dynamo (and with it Triton)."""
-    return torch._dynamo.disable(gated_deltanet_packed)
+    """The op the packed graph calls for a recurrent layer run on the prefix tree: opaque to the inner compiler
+    (kernels/tree_scan.py), so inductor compiles the graph around it."""
+    return torch.ops.replaycompile.gated_deltanet_tree.default
 
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
@@ -221,7 +218,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     exact when the window crosses a branch point.
 
     ``tree_scan``: module path -> ``recurrent.TreeScanSite``: those recurrent layers run as one
-    ``tree_scan.gated_deltanet_packed`` call on the packed tokens (their per-row nodes are not copied).
+    ``replaycompile::gated_deltanet_tree`` call on the packed tokens (their per-row nodes are not copied).
 
     ``prune``: values read only at a slice's tokens (``selected_tokens.selected_only``: the last layer's queries,
     attention output and MLP, where the loss reads its positions) run on those tokens alone; the attention among
@@ -325,7 +322,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 site = scan_sites[x]
                 st.rows[key] = g.call_function(
                     tree_scan_call(),
-                    (st.env[site.hidden], *(get_row(w) for w in site.weights), plan["scatter_index"],
+                    (st.env[site.hidden], [get_row(w) for w in site.weights], plan["scatter_index"],
                      plan["gather_index"], plan["seg_q"], site.num_k_heads, site.head_k_dim, site.norm_eps))
             return st.rows[key]
         r = a.roles.get(x)

@@ -11,7 +11,7 @@ from test_detach_prefix import tree_batch
 from test_hybrid import float64_scan  # noqa: F401 - fixture
 from helpers import group_batch
 
-from replaycompile.kernels.tree_scan import gated_deltanet_packed, tree_scan_index
+from replaycompile.kernels.tree_scan import gated_deltanet_packed, gated_deltanet_tree_op, tree_scan_index
 from replaycompile.kernels.tree_scan_reference import DeltaNetDims, DeltaNetWeights, gated_deltanet_rows
 from replaycompile.models import tiny_model
 from replaycompile.plan import build_plan
@@ -59,8 +59,9 @@ def _compare(m, d, ids, am):
 
     rows = table[ids, torch.arange(ids.shape[1])[None, :]]  # a fresh graph from the leaf
     packed = rows.reshape(-1, rows.shape[-1]).index_select(0, plan.gather_index)[None]
-    out = gated_deltanet_packed(packed, *params, plan.scatter_index, plan.gather_index, plan.seg_q, d.num_k_heads,
-                                d.head_k_dim, d.norm_eps)[0]
+    # the op the packed graph calls: its forward, and its backward (a vjp of the recomputed forward)
+    out = gated_deltanet_tree_op(packed, params, plan.scatter_index, plan.gather_index, plan.seg_q, d.num_k_heads,
+                                 d.head_k_dim, d.norm_eps)[0]
     got = torch.cat((out, out.new_zeros(1, out.shape[-1]))).index_select(0, plan.scatter_index.reshape(-1))
     got = got.reshape(ref.shape)
     g_got = torch.autograd.grad((got * cot * real[..., None]).sum(), params + [table])
@@ -118,7 +119,8 @@ def test_a_pad_between_real_tokens_runs_the_rows(float64_scan):  # noqa: F811
     before = torch._dynamo.utils.counters["replay"]["recurrent_tree_scan_rows"]
     plan = _compare(m, d, ids, am)
     assert not tree_scan_index(plan.scatter_index, plan.gather_index, plan.seg_q, d.kernel_size).contiguous
-    assert torch._dynamo.utils.counters["replay"]["recurrent_tree_scan_rows"] - before == 1
+    # once in the forward, once in the backward's recomputation
+    assert torch._dynamo.utils.counters["replay"]["recurrent_tree_scan_rows"] - before == 2
 
 
 def test_tree_scan_in_float32_is_within_rounding():
@@ -131,6 +133,19 @@ def test_tree_scan_in_float32_is_within_rounding():
     with torch.no_grad():
         ref = gated_deltanet_rows(rows, am, _weights(m), d).reshape(-1, m.hidden_size)
         packed = rows.reshape(-1, rows.shape[-1]).index_select(0, plan.gather_index)[None]
-        out = gated_deltanet_packed(packed, *params, plan.scatter_index, plan.gather_index, plan.seg_q,
+        out = gated_deltanet_packed(packed, params, plan.scatter_index, plan.gather_index, plan.seg_q,
                                     d.num_k_heads, d.head_k_dim, d.norm_eps)[0]
     torch.testing.assert_close(out, ref.index_select(0, plan.gather_index), rtol=1e-5, atol=1e-6)
+
+
+def test_opcheck():
+    """The packed graph's op (``replaycompile::gated_deltanet_tree``): schema, fake, autograd registration and
+    AOT dispatch, on a two-level tree."""
+    m, d = _layer(torch.float64)
+    ids, am, _, _ = tree_batch()
+    plan = build_plan(ids, am)
+    _, rows = _hidden(ids, m.hidden_size, torch.float64)
+    packed = rows.detach().reshape(-1, rows.shape[-1]).index_select(0, plan.gather_index)[None].requires_grad_()
+    params = [getattr(_weights(m), k).detach().requires_grad_() for k in WEIGHTS]
+    torch.library.opcheck(gated_deltanet_tree_op, (packed, params, plan.scatter_index, plan.gather_index,
+                                                   plan.seg_q, d.num_k_heads, d.head_k_dim, d.norm_eps))
