@@ -111,6 +111,14 @@ def _cast_to(graph: fx.Graph, a, dtype: torch.dtype, made: list):
     return node
 
 
+def _same_module(new: fx.Node, old: fx.Node) -> None:
+    """``new`` takes ``old``'s module stack and source line: the passes that group nodes by the module that traced
+    them (a sub-layer computed per row, passes/recurrent.py) see a moved op where it was."""
+    for key in ("nn_module_stack", "stack_trace"):
+        if key in old.meta:
+            new.meta[key] = old.meta[key]
+
+
 def sink_slices(gm: fx.GraphModule) -> int:
     """Rewrite in place; returns how many slices moved."""
     moved = 0
@@ -144,6 +152,7 @@ def sink_slices(gm: fx.GraphModule) -> int:
                     with gm.graph.inserting_before(g):
                         one = gm.graph.call_function(operator.getitem, (y, both))
                     one.meta["example_value"] = _val(g)
+                    _same_module(one, g)
                     g.replace_all_uses_with(one)
                     gm.graph.erase_node(g)
                     gm.graph.erase_node(x)
@@ -193,6 +202,8 @@ def sink_slices(gm: fx.GraphModule) -> int:
                 for m in reversed(made):
                     gm.graph.erase_node(m)
                 continue
+            for m in made:
+                _same_module(m, x)  # the moved op still belongs to the module that traced it
             g.replace_all_uses_with(new_x)
             gm.graph.erase_node(g)
             gm.graph.erase_node(x)
