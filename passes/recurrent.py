@@ -226,6 +226,13 @@ def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) ->
     g = torch.Generator().manual_seed(0)
     for path, cls in per_row_layers(a).items():
         mod, ext = layer_module(gm, a, path)
+        state = [op_name(n) for n in mod.graph.nodes if n.op == "call_function" and _STATEFUL.search(op_name(n))]
+        if any(state.count(x) != state.count(x.replace("increment", "decrement")) for x in state
+               if "increment" in x) or any(x.startswith("_set_grad") for x in state):
+            # the layer's slice of the graph changes functorch or grad-mode state that code outside it restores:
+            # it cannot run alone
+            return (f"layer `{path}` ({cls}) mixes tokens, and the causality probe cannot run it alone (its graph "
+                    f"calls `{state[0]}` without its pair)")
         others = [x for x in ext if x.op != "placeholder" and a.kind.get(x) != Kind.PACKED]
         values = dict(zip(others, subgraph_module(gm, others)(*args))) if others else {}
         probes = []
@@ -246,7 +253,11 @@ def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) ->
             with torch.no_grad():
                 return mod(*[vals[x] for x in ext]).float()
 
-        base = run(values)
+        try:
+            base = run(values)
+        except Exception as e:  # noqa: BLE001 - the model's own code, run on its own: a decline, not a crash
+            return (f"layer `{path}` ({cls}) mixes tokens, and the causality probe could not run it alone "
+                    f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")
         scale = base.abs().max().clamp_min(1e-6)
         b, t = base.shape[0], base.shape[1]
         cut = max(1, t // 2)
@@ -268,7 +279,63 @@ def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) ->
             if err > 1e-3:
                 return (f"layer `{path}` ({cls}) mixes the rows of the batch: its output for rows 1.. changed (by "
                         f"{err:.1e} of its largest value) when only row 0's input changed")
+        why = _reads_padding(gm, a, mod, ext, probes, values, args, pos, g, path, cls)
+        if why is not None:
+            return why
         torch._dynamo.utils.counters["replay"][PROBE_COUNTER] += 1
+    return None
+
+
+# calls that change functorch's or autograd's global state (Dynamo inlines vmap and grad-mode changes as such)
+_STATEFUL = re.compile(r"^_(vmap|grad|jvp)_(increment|decrement)_nesting$|^_set_grad_enabled$|^_add_batch_dim$|"
+                       r"^_remove_batch_dim$|^_wrap_for_grad$|^_unwrap_for_grad$")
+
+
+def _reads_padding(gm, a, mod, ext, probes, values, args, pos, g, path, cls) -> str | None:
+    """Why the layer's output at real tokens depends on its input at padded positions, or None. The packed step
+    never computes a padded position (a row's pads read zeros), so a layer whose real outputs carry its pads'
+    values (a recurrence or conv that does not zero padded positions first, as Mamba's and the Gated
+    DeltaNet's ``apply_mask_to_padding_states`` do) would differ from eager wherever a row is padded. Probed
+    with a left- and right-padded mask on the call's shapes."""
+    from .nodes import subgraph_module
+
+    if a.attention_mask is None:
+        return None
+    am = args[pos[a.attention_mask]]
+    b, t = am.shape[0], am.shape[-1]
+    if t < 6:
+        return None
+    mask = torch.ones_like(am)
+    mask[:, :2] = 0
+    mask[:, -2:] = 0
+    padded_args = list(args)
+    padded_args[pos[a.attention_mask]] = mask
+    vals = dict(values)
+    others = [x for x in ext if x.op != "placeholder" and a.kind.get(x) != Kind.PACKED]
+    if others:
+        vals.update(zip(others, subgraph_module(gm, others)(*padded_args)))
+    for x in ext:
+        if x.op == "placeholder":
+            vals[x] = padded_args[pos[x]]
+    pad = ~mask.bool()
+
+    def run(v):
+        with torch.no_grad():
+            return mod(*[v[x] for x in ext]).float()
+
+    base = run(vals)
+    moved = dict(vals)
+    for x in probes:
+        moved[x] = vals[x].clone()
+        moved[x][pad] = torch.randn(moved[x][pad].shape, generator=g).to(moved[x])
+    real = mask.bool()
+    scale = base[real].abs().max().clamp_min(1e-6)
+    err = (run(moved)[real] - base[real]).abs().max() / scale
+    if err > 1e-3:
+        return (f"layer `{path}` ({cls}) mixes tokens and its outputs at real tokens depend on its inputs at "
+                f"padded positions (changed by {err:.1e} of its largest value): eager carries the pads' states into "
+                f"the row, which a packed step, computing no padded position, cannot reproduce; pad on the side "
+                f"the layer does not read (right padding for a causal layer) or pass no padding")
     return None
 
 

@@ -222,6 +222,10 @@ def analyze(gm: fx.GraphModule, seeds: dict | None = None) -> GraphAnalysis:
                 # A sub-layer that mixes tokens without attention (a recurrent scan, a short causal conv): analyse
                 # again with every sub-layer of its class computed per row (their causality per row is checked
                 # on the first call's shapes: recurrent.verify_per_row).
+                for cls in new:
+                    first = next(p for p, c in a.mixers.items() if c is cls)
+                    for path in recurrent.same_class_sublayers(gm, {cls}):
+                        reasons.setdefault(path, f"its class's `{first}`: {reasons.get(first, '?')}")
                 per_row.update(recurrent.same_class_sublayers(gm, new))
                 continue
             a.reason = str(e)

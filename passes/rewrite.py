@@ -548,7 +548,8 @@ def _keeps(n: fx.Node) -> bool:
     """Nodes dead code elimination must keep: FX's impure ones and in-place methods, whose result is often
     unused while their write is read through the tensor they change (GPT-OSS's ``out.add_(bias)``)."""
     return n.is_impure() or (n.op == "call_method" and isinstance(n.target, str) and n.target.endswith("_")
-                             and not n.target.startswith("_"))
+                             and not n.target.startswith("_")) or \
+        (n.op == "call_function" and n.target is operator.setitem)  # x[:, t] = h_t (RecurrentGemma's scan)
 
 
 def _repeat_kv_source(x):
