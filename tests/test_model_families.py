@@ -1,0 +1,83 @@
+"""Issue 30's rules, one test per promise, on the families that needed them (tiny models from bench/families.py,
+``inner="aot_eager"``; the whole sweep, with inductor, is tests/test_families.py, marked slow).
+
+Each family here declined or was wrong before a rule about what an op does to the token axis: GPT-2 (token ids
+reshaped before the embedding, Conv1D's addmm), Llama 4 (ids moved with ``.to``, complex rope), Apertus (binary
+``torch.min``), Ministral 3 (a per-position scale), ERNIE 4.5 (rope tables repeated per pair), DeepSeek-V3 (MLA's
+keys built with ``new_empty`` and filled in place; group-limited routing's scatter), Qwen3.5 (a Gated DeltaNet of
+another class, run on the prefix tree; multimodal rope's positions expanded to the batch), Falcon-H1 (a Mamba
+layer's output scaled outside it), RecurrentGemma (a recurrence that carries its pads: declined, not wrong)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from helpers import group_batch, grpo_loss, load_script
+
+import replaycompile
+from replaycompile.models import tiny_model
+from replaycompile.passes import recurrent
+
+families = load_script("bench/families.py")
+
+
+@pytest.mark.parametrize("model_type", ["gpt2", "apertus", "ministral3", "ernie4_5_moe", "deepseek_v3", "glm4_moe",
+                                        "falcon_h1"])
+def test_family_packs_exactly(model_type):
+    """Packed (the stats say so), fewer tokens computed than in the batch, loss, logits and every gradient equal
+    eager's; no layer left per row where the rules follow every op (a recurrent layer's the only exception)."""
+    r = families.run_family(model_type, "flat", inner="aot_eager")
+    assert r["status"] == "packed", r
+    assert r["tokens_computed"] < r["tokens_in"], r
+    if model_type != "falcon_h1":
+        assert not r["recurrent_per_row"], r
+    else:  # its Mamba layer per row, its output (times ssm_out_multiplier) gathered back
+        assert r["recurrent_per_row"], r
+
+
+def test_qwen3_5_gated_deltanet_runs_on_the_prefix_tree_under_inductor():
+    """Qwen3.5's Gated DeltaNet (split projections, another class than Qwen3-Next's) runs as the tree-scan op with
+    the default inner compiler, on a two-level tree; exact."""
+    r = families.run_family("qwen3_5_text", "tree")
+    assert r["status"] == "packed", r
+    assert r["recurrent_tree_scan"] and not r["recurrent_per_row"], r
+
+
+def test_a_layer_that_carries_its_pads_is_declined_not_wrong():
+    """RecurrentGemma's recurrence does not zero padded positions, so its real outputs depend on the pads' states,
+    which a packed step never computes: the padding probe declines it, naming the layer; the step equals eager's."""
+    r = families.run_family("recurrent_gemma", "flat", inner="aot_eager")
+    assert r["status"] == "declined", r
+    assert "temporal_block" in r["reason"] and "padded positions" in r["reason"], r
+
+
+def test_a_model_graph_without_token_ids_leaves_a_stats_record_and_a_warning(caplog):
+    """Never a silent decline: a model called with inputs_embeds built inside the step from no token ids has
+    nothing to key the plan on; its graph still records stats (not applied, with the reason) and warns once."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = group_batch()
+    embeds = torch.randn(model.config.hidden_size)
+
+    def step(model, embeds, ids, am, adv, p):
+        e = embeds.expand(*ids.shape, -1) * torch.arange(ids.shape[1])[None, :, None]
+        return grpo_loss(model(inputs_embeds=e, attention_mask=am, use_cache=False).logits, ids, am, adv, p)
+
+    before = (replaycompile.last_stats() or {}).get("call", 0)
+    with caplog.at_level(logging.WARNING, logger="replaycompile"):
+        torch.compile(step, backend="replay", options={"inner": "aot_eager"})(model, embeds, ids, am, adv, p)
+    st = replaycompile.last_stats()
+    assert st["call"] > before and not st["applied"], st
+    assert "no token-id input" in st["fallback_reason"], st
+    assert any("no token-id input" in r.getMessage() for r in caplog.records)
+
+
+def test_per_row_layers_name_the_op_that_made_them_so(replay_graphs):
+    """The analysis says why a sub-layer runs per row: the first token-mixing op it met, and for a sibling of the
+    same class, that one's."""
+    r = families.run_family("nemotron_h", "flat", inner="aot_eager")
+    assert r["status"] == "packed" and r["recurrent_per_row"], r
+    reasons = replay_graphs[-1].analysis.mixer_reasons
+    assert all(reasons.get(path) for path in r["recurrent_per_row"]), reasons
+    assert torch._dynamo.utils.counters["replay"][recurrent.PROBE_COUNTER] >= len(r["recurrent_per_row"])
