@@ -180,6 +180,12 @@ def _index(scatter_index: Tensor, gather_index: Tensor, seg_q: Tensor, kernel_si
     return index
 
 
+def gated_deltanet_rows_of(x: Tensor, mask: Tensor | None, weights: list, num_k_heads: int, head_k_dim: int,
+                           norm_eps: float) -> Tensor:
+    """The reference on rows [B, T, hidden] from the op's arguments (what the backend checks a layer against)."""
+    return gated_deltanet_rows(x, mask, _weights(weights), _dims(weights, num_k_heads, head_k_dim, norm_eps))
+
+
 def gated_deltanet_packed(x: Tensor, weights: list, scatter_index: Tensor, gather_index: Tensor, seg_q: Tensor,
                           num_k_heads: int, head_k_dim: int, norm_eps: float) -> Tensor:
     """The layer on a batch's packed tokens: ``x`` [1, N, hidden] packed, the layer's weights (7 fused or 9
@@ -199,6 +205,18 @@ def gated_deltanet_packed(x: Tensor, weights: list, scatter_index: Tensor, gathe
     mask = (scatter_index < index.num_packed).to(x.dtype)
     out = gated_deltanet_rows(rows, mask, w, d)
     return out.reshape(B * T, -1).index_select(0, gather_index)[None]
+
+
+def backward_by_recompute(packed_fn, grad: Tensor, x: Tensor, weights: list, scatter_index: Tensor,
+                          gather_index: Tensor, seg_q: Tensor, sizes: tuple) -> list[Tensor]:
+    """[grad of x] + [grad of each weight] of ``packed_fn(x, weights, scatter_index, gather_index, seg_q, *sizes)``
+    recomputed under autograd. torch.func.vjp: a custom op's body runs below autograd's dispatch keys, where
+    autograd.grad sees no graph."""
+    def layer(x, *ws):
+        return packed_fn(x, list(ws), scatter_index, gather_index, seg_q, *sizes)
+
+    _, vjp = torch.func.vjp(layer, x, *weights)
+    return list(vjp(grad))
 
 
 # The packed graph's call: an opaque op (its Python runs over the plan's pieces and depths, which no compiler
@@ -222,13 +240,8 @@ def _(x, weights, scatter_index, gather_index, seg_q, num_k_heads, head_k_dim, n
 def gated_deltanet_tree_backward(grad: Tensor, x: Tensor, weights: list[Tensor], scatter_index: Tensor,
                                  gather_index: Tensor, seg_q: Tensor, num_k_heads: int, head_k_dim: int,
                                  norm_eps: float) -> list[Tensor]:
-    # torch.func.vjp: a custom op's body runs below autograd's dispatch keys, where autograd.grad sees no graph
-    def layer(x, *ws):
-        return gated_deltanet_packed(x, list(ws), scatter_index, gather_index, seg_q, num_k_heads, head_k_dim,
-                                     norm_eps)
-
-    _, vjp = torch.func.vjp(layer, x, *weights)
-    return list(vjp(grad))
+    return backward_by_recompute(gated_deltanet_packed, grad, x, weights, scatter_index, gather_index, seg_q,
+                                 (num_k_heads, head_k_dim, norm_eps))
 
 
 @gated_deltanet_tree_backward.register_fake

@@ -365,19 +365,31 @@ _SPLIT_WEIGHT_SUFFIXES = (  # separate projections (Qwen3.5, OLMo hybrid)
 ) + _SHARED_SUFFIXES
 
 
+_MAMBA2_WEIGHT_SUFFIXES = (  # a Mamba-2 mixer (Nemotron-H, Granite 4); the conv's bias optional
+    ("in_proj", "in_proj_parameters_weight_"),
+    ("conv", "conv1d_parameters_weight_"),
+    ("conv_bias", "conv1d_parameters_bias_"),
+    ("dt_bias", "parameters_dt_bias_"),
+    ("A_log", "parameters_a_log_"),
+    ("D", "parameters_d_"),
+    ("norm", "norm_parameters_weight_"),
+    ("out_proj", "out_proj_parameters_weight_"),
+)
+
+
 @dataclass(frozen=True, eq=False)
 class TreeScanSite:
-    """A layer computed per row that the packed graph runs as one ``kernels.tree_scan.gated_deltanet_packed``
-    call instead: its packed input, its weights (placeholders) and the sizes its weights' shapes do not say."""
+    """A layer computed per row that the packed graph runs as one tree-scan op instead (``kind``: the kernel,
+    ``tree_scan.TREE_SCAN_OPS``): its packed input, its weights (placeholders) and the op's trailing arguments
+    (the sizes its weights' shapes do not say)."""
 
     path: str
     output: fx.Node     # the layer's [B, T, hidden] output (what re-enters the packed region)
     hidden: fx.Node     # the one packed activation the layer reads (its hidden_states)
-    weights: tuple      # placeholders, in _WEIGHT_SUFFIXES order
+    weights: tuple      # placeholders, in the kernel's order
     inside: frozenset   # the layer's nodes (not copied into the packed graph)
-    num_k_heads: int
-    head_k_dim: int
-    norm_eps: float
+    kind: str           # "gated_deltanet" | "mamba2"
+    sizes: tuple        # the op's arguments after the plan's index tensors
 
 
 def _placeholder_ancestors(n: fx.Node) -> set:
@@ -407,10 +419,16 @@ def _tree_scan_site(gm: fx.GraphModule, a, path: str) -> TreeScanSite | str:
         return (f"it reads {len(packed)} packed activations ({', '.join(x.name for x in packed)}); the tree scan "
                 f"takes one, [batch, seq, hidden]")
     phs = [x for x in ext if x.op == "placeholder"]
-    split = any(x.name.lower().endswith("in_proj_qkv_parameters_weight_") for x in phs)
+    names = [x.name.lower() for x in phs]
+    mamba2 = any(n.endswith("_parameters_d_") for n in names) and any(n.endswith("in_proj_parameters_weight_")
+                                                                      for n in names)
+    split = any(n.endswith("in_proj_qkv_parameters_weight_") for n in names)
     weights = []
-    for name, suffix in _SPLIT_WEIGHT_SUFFIXES if split else _WEIGHT_SUFFIXES:
+    for name, suffix in (_MAMBA2_WEIGHT_SUFFIXES if mamba2 else _SPLIT_WEIGHT_SUFFIXES if split
+                         else _WEIGHT_SUFFIXES):
         hits = [x for x in phs if x.name.lower().endswith(suffix)]
+        if not hits and name == "conv_bias":
+            continue
         if len(hits) != 1:
             return f"its weight `{name}` is not one placeholder among its inputs (found {len(hits)})"
         weights.append(hits[0])
@@ -419,6 +437,8 @@ def _tree_scan_site(gm: fx.GraphModule, a, path: str) -> TreeScanSite | str:
         # built from the same mask
         if x.op == "placeholder" or _placeholder_ancestors(x) - {a.attention_mask}:
             return f"it reads `{x.name}`, which is neither one of its weights nor the attention mask"
+    if mamba2:
+        return _mamba2_site(path, outs[0], packed[0], weights, inside, inside_set)
     conv_w, dt_w, norm_w = weights[-5], weights[-4], weights[-2]
     conv_dim, value_dim = shape(conv_w)[0], shape(dt_w)[0] * shape(norm_w)[0]
     if split:
@@ -446,16 +466,67 @@ def _tree_scan_site(gm: fx.GraphModule, a, path: str) -> TreeScanSite | str:
             return "its q/k/v/z projection is not viewed as [batch, seq, key heads, ...] (the kernel needs that count)"
         num_k_heads = view_shape[-2]
         head_k_dim = (conv_dim - value_dim) // (2 * num_k_heads)
-    convs = [n for n in inside if op_name(n) == "conv1d"]
-    silu_after = [u for c in convs for s in c.users for u in s.users if op_name(u) == "silu"]
-    if len(convs) != 1 or len(silu_after) != 1:
+    if not _conv_then_silu(inside):
         return "its conv1d is not followed by SiLU (the activation the kernel applies)"
+    eps = _norm_eps(inside)
+    if eps is None:
+        return "its gated norm's epsilon is not one constant"
+    return TreeScanSite(path, outs[0], packed[0], tuple(weights), inside_set, "gated_deltanet",
+                        (num_k_heads, head_k_dim, eps))
+
+
+def _conv_then_silu(inside) -> bool:
+    convs = [n for n in inside if op_name(n) == "conv1d"]
+    return len(convs) == 1 and len([u for c in convs for s in c.users for u in s.users if op_name(u) == "silu"]) == 1
+
+
+def _norm_eps(inside) -> float | None:
     eps = [n.args[1] for n in inside if op_name(n) == "add"
            and any(op_name(u) == "rsqrt" and _module_path(u).endswith(".norm") for u in n.users)
            and isinstance(n.args[1], float)]
-    if len(eps) != 1:
+    return eps[0] if len(eps) == 1 else None
+
+
+def _mamba2_site(path, output, hidden, weights, inside, inside_set) -> TreeScanSite | str:
+    """A Mamba-2 mixer's site: the B/C group count (the view of the conv output's B part), the gated norm's
+    group count (its grouped view), dt's clamp and the norm's epsilon, read off its graph. The math itself is
+    checked against the layer on the first call (``verify_tree_scan``)."""
+    by = dict(zip([k for k, _ in _MAMBA2_WEIGHT_SUFFIXES if k != "conv_bias" or len(weights) == 8], weights))
+    inter, heads, conv_dim = shape(by["norm"])[0], shape(by["dt_bias"])[0], shape(by["conv"])[0]
+    gn = (conv_dim - inter) // 2
+    groups = set()
+    for n in inside:
+        sizes = n.args[1] if op_name(n) in ("split", "split_with_sizes") and len(n.args) > 1 else None
+        if isinstance(sizes, (list, tuple)) and list(sizes) == [inter, gn, gn]:
+            part = [u for u in n.users if op_name(u) == "getitem" and u.args[1] == 1]
+            groups |= {shape(v)[-2] for q in part for v in q.users if op_name(v) in ("view", "reshape")
+                       and shape(v) is not None and len(shape(v)) == 4 and isinstance(shape(v)[-2], int)}
+    if len(groups) != 1 or heads % next(iter(groups)):
+        return "its B/C group count is not one view of the conv output's B part (the kernel needs it)"
+    n_groups = groups.pop()
+    norm_groups = {shape(n)[-2] for n in inside if op_name(n) in ("view", "reshape")
+                   and _module_path(n).endswith(".norm") and shape(n) is not None and len(shape(n)) >= 3
+                   and isinstance(shape(n)[-1], int) and isinstance(shape(n)[-2], int)
+                   and shape(n)[-1] * shape(n)[-2] == inter}
+    if len(norm_groups) != 1:
+        return "its gated norm's group count is not one grouped view (the kernel needs it)"
+    clamps = [n for n in inside if op_name(n) in ("clamp", "clip")
+              and any(op_name(x) == "softplus" for x in n.all_input_nodes)]
+    if len(clamps) != 1:
+        return "its time step is not one clamp of a softplus (the kernel applies the layer's limits)"
+    c = clamps[0]
+    lo = c.kwargs.get("min", c.args[1] if len(c.args) > 1 else None)
+    hi = c.kwargs.get("max", c.args[2] if len(c.args) > 2 else None)
+    if not all(v is None or isinstance(v, (int, float)) for v in (lo, hi)):
+        return "its time step's limits are not constants"
+    if not _conv_then_silu(inside):
+        return "its conv1d is not followed by SiLU (the activation the kernel applies)"
+    eps = _norm_eps(inside)
+    if eps is None:
         return "its gated norm's epsilon is not one constant"
-    return TreeScanSite(path, outs[0], packed[0], tuple(weights), inside_set, num_k_heads, head_k_dim, eps[0])
+    return TreeScanSite(path, output, hidden, tuple(weights), inside_set, "mamba2",
+                        (n_groups, norm_groups.pop(), float("-inf") if lo is None else float(lo),
+                         float("inf") if hi is None else float(hi), eps))
 
 
 def _module_path(n: fx.Node) -> str:
@@ -463,10 +534,60 @@ def _module_path(n: fx.Node) -> str:
     return _dotted(stack[-1][0]) if stack else ""
 
 
-def tree_scan_sites(gm: fx.GraphModule, a, inner: str) -> tuple[dict, dict]:
+def verify_tree_scan(gm: fx.GraphModule, a, sites: dict, args, placeholders: list, concrete) -> dict:
+    """{module path: why} for the tree-scan sites whose kernel does not compute what the layer computes, on this
+    call's weights, padding mask and shapes with a random input: a site is recognised by its weights' names and
+    a few sizes read off its graph, so the kernel's reference (the layer row by row) is held to the layer itself
+    before any packed call. A layer that fails stays per row (exact), with the difference in the log."""
+    from replaycompile.kernels.ssd_tree import mamba2_rows_of
+    from replaycompile.kernels.tree_scan import gated_deltanet_rows_of
+
+    from .nodes import subgraph_module
+
+    rows_of = {"gated_deltanet": gated_deltanet_rows_of, "mamba2": mamba2_rows_of}
+    pos = {n: i for i, n in enumerate(placeholders)}
+    g = torch.Generator().manual_seed(1)
+    bad = {}
+    for path, site in sites.items():
+        mod, ext = layer_module(gm, a, path)
+        others = [x for x in ext if x.op != "placeholder" and a.kind.get(x) != Kind.PACKED]
+        values = dict(zip(others, subgraph_module(gm, others)(*args))) if others else {}
+        for x in ext:
+            if x.op == "placeholder":
+                values[x] = args[pos[x]]
+        sh, v = concrete(site.hidden), _val(site.hidden)
+        if sh is None or not isinstance(v, torch.Tensor):
+            bad[path] = "the check of the tree scan against the layer could not size its input"
+            continue
+        weights = [args[pos[w]] for w in site.weights]
+        x = torch.randn(sh, generator=g, dtype=torch.float32).to(weights[0].device, v.dtype)
+        values[site.hidden] = x
+        am = args[pos[a.attention_mask]] if a.attention_mask is not None else None
+        mask = am[:, -sh[1]:].to(x.dtype) if am is not None else None
+        try:
+            with torch.no_grad():
+                base = mod(*[values[y] for y in ext]).float()
+                ref = rows_of[site.kind](x, mask, weights, *site.sizes).float()
+        except Exception as e:  # noqa: BLE001 - a layer the kernel cannot take: per row, not a crash
+            bad[path] = f"the {site.kind} kernel could not run on it ({type(e).__name__}: {str(e)[:160]})"
+            continue
+        real = mask.bool() if mask is not None else torch.ones(sh[:2], dtype=torch.bool)
+        if base.shape != ref.shape:
+            bad[path] = f"the {site.kind} kernel's output is {tuple(ref.shape)}, the layer's {tuple(base.shape)}"
+            continue
+        err = ((ref[real] - base[real]).abs().max() / base[real].abs().max().clamp_min(1e-6)).item()
+        # float32: the kernel's chunking and einsum orders differ from eager's by ~1e-6 of the largest output
+        tol = 1e-4 if v.dtype in (torch.float32, torch.float64) else 3e-2
+        if not err <= tol:
+            bad[path] = (f"the {site.kind} kernel differs from the layer by {err:.1e} of its largest output "
+                         f"(tolerance {tol:.0e}): the layer computes something else")
+    return bad
+
+
+def tree_scan_sites(gm: fx.GraphModule, a) -> tuple[dict, dict]:
     """({module path: TreeScanSite}, {module path: why it stays per row}) for the layers ``a`` computes per row.
-    The kernel runs Python over the plan (its pieces and depths), so it needs an inner compiler that runs the
-    packed graph's calls as they are (``inner="eager"``)."""
+    The scan is an opaque custom op (kernels/tree_scan.py), so any inner compiler runs it: only the layer's own
+    form decides."""
     sites, per_row = {}, {}
     for path, cls in per_row_layers(a).items():
         site = _tree_scan_site(gm, a, path)

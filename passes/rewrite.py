@@ -23,6 +23,7 @@ from replaycompile import ops
 from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
 from replaycompile.kernels.block_sparse_attention import default_blocks
+import replaycompile.kernels.ssd_tree  # noqa: F401 - registers replaycompile::mamba2_tree
 import replaycompile.kernels.tree_scan  # noqa: F401 - registers replaycompile::gated_deltanet_tree
 
 from .loss_weights import keep_positions, space_weights
@@ -190,10 +191,12 @@ class _Stream:
         self.gath.append(g.call_function(torch.index_select, (self.gath[0], 0, index)))
 
 
-def tree_scan_call():
-    """The op the packed graph calls for a recurrent layer run on the prefix tree: opaque to the inner compiler
-    (kernels/tree_scan.py), so inductor compiles the graph around it."""
-    return torch.ops.replaycompile.gated_deltanet_tree.default
+def tree_scan_call(kind: str = "gated_deltanet"):
+    """The op the packed graph calls for a recurrent layer of ``kind`` (``recurrent.TreeScanSite.kind``) run on
+    the prefix tree: opaque to the inner compiler (kernels/tree_scan.py, kernels/ssd_tree.py), so inductor
+    compiles the graph around it."""
+    return {"gated_deltanet": torch.ops.replaycompile.gated_deltanet_tree.default,
+            "mamba2": torch.ops.replaycompile.mamba2_tree.default}[kind]
 
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
@@ -321,9 +324,9 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             if key not in st.rows:
                 site = scan_sites[x]
                 st.rows[key] = g.call_function(
-                    tree_scan_call(),
+                    tree_scan_call(site.kind),
                     (st.env[site.hidden], [get_row(w) for w in site.weights], plan["scatter_index"],
-                     plan["gather_index"], plan["seg_q"], site.num_k_heads, site.head_k_dim, site.norm_eps))
+                     plan["gather_index"], plan["seg_q"], *site.sizes))
             return st.rows[key]
         r = a.roles.get(x)
         positional = r is not None and T in r and B not in r and BT not in r
@@ -541,7 +544,7 @@ def _count_rewrites(gm: fx.GraphModule) -> None:
     count("vocab_gathers_log_softmax_fused", calls.count(ops.replay_log_softmax_gather))
     count("lm_head_chunked_sites", calls.count(_CHUNKED_LOGPROBS))
     count("token_inputs_packed", calls.count(ops.pack_rows))
-    count("recurrent_tree_scan_calls", calls.count(tree_scan_call()))
+    count("recurrent_tree_scan_calls", calls.count(tree_scan_call()) + calls.count(tree_scan_call("mamba2")))
 
 
 def _keeps(n: fx.Node) -> bool:

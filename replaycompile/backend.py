@@ -290,6 +290,8 @@ class ReplayGraph:
         self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
         self._warned_below_threshold = False
         self._per_row_verified = False      # the layers computed per row passed recurrent.verify_per_row
+        self._tree_scan_checked = False     # the tree-scan layers were held to their layers (verify_tree_scan)
+        self._windows: dict | None = None   # the sliding windows the packed graphs were last rewritten with
         try:
             sink_slices(gm)  # semantics-preserving: the LM head after the loss's slice, not before it
             decompose_cross_entropy(gm)  # semantics-preserving: HF's labels loss as a masked log-prob gather
@@ -306,7 +308,7 @@ class ReplayGraph:
                               f"does not support (its state at the branch point would not be a constant); use "
                               f"mode='exact'")
             if self.reason is None and self.per_row_layers and opts.recurrent == "tree_scan":
-                self.tree_scan_layers, self.per_row_why = recurrent.tree_scan_sites(gm, self.analysis, opts.inner)
+                self.tree_scan_layers, self.per_row_why = recurrent.tree_scan_sites(gm, self.analysis)
                 self.per_row_layers = {p: c for p, c in self.per_row_layers.items() if p not in self.tree_scan_layers}
             if self.reason is None:
                 ids = example_inputs[[n for n in gm.graph.nodes if n.op == "placeholder"].index(self.analysis.ids)]
@@ -359,6 +361,7 @@ class ReplayGraph:
 
     def _rewrite(self, windows: dict | None = None) -> None:
         """The packed graphs (plain and chunked LM head); ``windows``: attention node -> its sliding window."""
+        self._windows = windows
         kw = dict(detach_prefix=self.opts.mode == "detach_prefix", attention=self.opts.attention,
                   device=self._device, windows=windows, tree_scan=self.tree_scan_layers)
         self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, **kw)
@@ -367,6 +370,24 @@ class ReplayGraph:
             chunked = rewrite(self.gm, self.analysis, chunked_lm_head=True, **kw)
             if chunked.lm_head_vocab:
                 self.packed_chunked = chunked
+
+    def _check_tree_scan(self, args, ids) -> None:
+        """Hold each tree-scan layer to the layer itself once (recurrent.verify_tree_scan); one that differs is
+        computed per row instead (the packed graphs rewritten before their first run), and the log says why."""
+        self._tree_scan_checked = True
+        bad = recurrent.verify_tree_scan(self.gm, self.analysis, self.tree_scan_layers, args, self._placeholders,
+                                         lambda x: _concrete_shape(x, self.analysis, ids))
+        if not bad:
+            return
+        classes = recurrent.per_row_layers(self.analysis)
+        for path, why in bad.items():
+            del self.tree_scan_layers[path]
+            self.per_row_layers[path] = classes.get(path, "?")
+            self.per_row_why[path] = why
+            log.warning("replay: recurrent layer `%s` computed per row, not on the prefix tree: %s", path, why)
+        torch._dynamo.utils.counters["replay"][recurrent.TREE_SCAN_COUNTER] -= len(bad)
+        torch._dynamo.utils.counters["replay"][recurrent.COUNTER] += len(bad)
+        self._rewrite(self._windows)
 
     # -- the two ways to run it
     def plain(self, *args):
@@ -484,6 +505,8 @@ class ReplayGraph:
         if why is not None:
             return self._fallback(why, args)
         why, for_good = self.masks.check(args, am)
+        if why is None and self.tree_scan_layers and not self._tree_scan_checked:
+            self._check_tree_scan(args, ids)
         if why is None and (self.per_row_layers or self.tree_scan_layers) and not self._per_row_verified:
             why = for_good = recurrent.verify_per_row(self.gm, a, args, self._placeholders,
                                                       lambda x: _concrete_shape(x, a, ids))

@@ -10,6 +10,7 @@ layer's output scaled outside it), RecurrentGemma (a recurrence that carries its
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -45,6 +46,33 @@ def test_qwen3_5_gated_deltanet_runs_on_the_prefix_tree_under_inductor():
     assert r["recurrent_tree_scan"] and not r["recurrent_per_row"], r
 
 
+@pytest.mark.parametrize("model_type", ["nemotron_h", "granitemoehybrid"])
+def test_mamba2_mixers_run_on_the_prefix_tree(model_type):
+    """Nemotron-H's and Granite 4's Mamba-2 mixers (found by their graph, each its own class) run as the
+    ``mamba2_tree`` op on a two-level tree: packed, exact, no layer per row."""
+    r = families.run_family(model_type, "tree", inner="aot_eager")
+    assert r["status"] == "packed", r
+    assert r["recurrent_tree_scan"] and not r["recurrent_per_row"], r
+
+
+def test_a_tree_scan_site_that_differs_from_its_layer_stays_per_row(monkeypatch, caplog):
+    """A site is recognised by its weights' names and sizes read off its graph; the first call holds the kernel
+    to the layer itself. A site read wrong (here: the gated norm's epsilon) is caught there: the layer
+    runs per row instead, the log says by how much it differed, and the step is exact."""
+    real = recurrent._mamba2_site
+
+    def misread(*args):
+        site = real(*args)
+        return dataclasses.replace(site, sizes=site.sizes[:4] + (1.0,))
+
+    monkeypatch.setattr(recurrent, "_mamba2_site", misread)
+    with caplog.at_level(logging.WARNING, logger="replaycompile"):
+        r = families.run_family("nemotron_h", "flat", inner="aot_eager")
+    assert r["status"] == "packed", r
+    assert r["recurrent_per_row"] == ["model.layers.0.mixer"] and not r["recurrent_tree_scan"], r
+    assert any("differs from the layer" in m.getMessage() for m in caplog.records)
+
+
 def test_a_layer_that_carries_its_pads_is_declined_not_wrong():
     """RecurrentGemma's recurrence does not zero padded positions, so its real outputs depend on the pads' states,
     which a packed step never computes: the padding probe declines it, naming the layer; the step equals eager's."""
@@ -76,7 +104,7 @@ def test_a_model_graph_without_token_ids_leaves_a_stats_record_and_a_warning(cap
 def test_per_row_layers_name_the_op_that_made_them_so(replay_graphs):
     """The analysis says why a sub-layer runs per row: the first token-mixing op it met, and for a sibling of the
     same class, that one's."""
-    r = families.run_family("nemotron_h", "flat", inner="aot_eager")
+    r = families.run_family("falcon_h1", "flat", inner="aot_eager")
     assert r["status"] == "packed" and r["recurrent_per_row"], r
     reasons = replay_graphs[-1].analysis.mixer_reasons
     assert all(reasons.get(path) for path in r["recurrent_per_row"]), reasons
