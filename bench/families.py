@@ -4,6 +4,7 @@ ships, eager against ``torch.compile(step, backend="replay")``, and what the bac
     python bench/families.py --types issue --inner aot_eager --flat     # the issue's 27 families, quick
     python bench/families.py                                            # every causal-LM type, both layouts
     python bench/families.py --types gemma4_text,olmo3 --tree --json out.json
+    python bench/families.py --from-json out.json --docs docs/families.md   # the page, from a run's results
 
 Each family's config is transformers' own default (``AutoConfig.for_model``) shrunk by attribute name
 (:func:`tiny_config`): hidden 64, 4 heads of 16 (2 KV heads), vocab 128, 4 experts top-2, small MLA / indexer /
@@ -764,6 +765,66 @@ def counts(results: list[dict]) -> str:
     return "\n".join(out)
 
 
+def by_type(results: list[dict]) -> dict:
+    """Per model type, one verdict over its layouts: ``packed`` when every layout packed exactly, else the worst
+    status (wrong > crashed > declined > eager_fails > unbuildable) with that run's reason."""
+    rank = ["wrong", "crashed", "declined", "eager_fails", "unbuildable", "packed"]
+    out: dict[str, dict] = {}
+    for r in results:
+        cur = out.get(r["type"])
+        if cur is None or rank.index(r["status"]) < rank.index(cur["status"]):
+            out[r["type"]] = dict(status=r["status"], reason=r["reason"], layout=r["layout"])
+    return out
+
+
+def type_counts(results: list[dict]) -> str:
+    """The sweep's headline: packed and exact in every layout, of the types a tiny model could be built and run
+    eagerly for, and what the rest did."""
+    from collections import Counter
+
+    verdicts = by_type(results)
+    st = Counter(v["status"] for v in verdicts.values())
+    buildable = sum(n for k, n in st.items() if k not in ("unbuildable", "eager_fails"))
+    pct = 100.0 * st["packed"] / buildable if buildable else 0.0
+    return (f"{len(verdicts)} causal-LM types; {buildable} buildable (a tiny model builds and its eager step runs); "
+            f"packed and exact in every layout: {st['packed']} of {buildable} ({pct:.0f}%); declined (exact, "
+            f"with a reason): {st['declined']}; wrong: {st['wrong']}; crashed: {st['crashed']}; unbuildable: "
+            f"{st['unbuildable']}; eager fails: {st['eager_fails']}")
+
+
+def docs_page(results: list[dict], inner: str | None) -> str:
+    import transformers
+
+    verdicts = by_type(results)
+    layouts = sorted({r["layout"] for r in results})
+    head = [
+        "# Model families: what the replay backend packs",
+        "",
+        "Written by `python bench/families.py --docs docs/families.md` (bench/families.py's docstring says how each",
+        "tiny model is built and what each status means): one GRPO step per causal-LM type of transformers, eager",
+        f"against `torch.compile(step, backend=\"replay\")`, layouts {', '.join(layouts)}, inner compiler "
+        f"`{inner or 'inductor'}`, transformers {transformers.__version__}, torch {torch.__version__}.",
+        "",
+        type_counts(results),
+        "",
+        "## Counts by run and by reason",
+        "",
+        "```",
+        counts(results),
+        "```",
+        "",
+        "## Per type",
+        "",
+        table(results),
+        "",
+        "## Not packed, by type",
+        "",
+    ]
+    head += [f"- **{t}** ({v['status']}, {v['layout']}): {_short(v['reason'], 300)}"
+             for t, v in sorted(verdicts.items()) if v["status"] != "packed"]
+    return "\n".join(head) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--types", default="all", help="comma-separated model types, 'issue' (ISSUE_FAMILIES) or 'all' "
@@ -774,7 +835,18 @@ def main(argv=None) -> int:
     ap.add_argument("--inner", choices=["inductor", "aot_eager", "eager"], default=None,
                     help="the replay backend's inner compiler (default: the backend's own, inductor)")
     ap.add_argument("--json", help="write every result to this file")
+    ap.add_argument("--from-json", help="render the results of an earlier run (its --json file) instead of running")
+    ap.add_argument("--docs", help="also write the per-family page (docs/families.md) to this file")
     args = ap.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            results = json.load(f)  # our own sweep's output: plain JSON, no pickle
+        inner = results[0].get("inner") if results else None
+        print(table(results) + "\n\n" + counts(results) + "\n\n" + type_counts(results))
+        if args.docs:
+            with open(args.docs, "w") as f:
+                f.write(docs_page(results, inner))
+        return 0
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     logging.getLogger("transformers").setLevel(logging.ERROR)
     if args.types == "all":
@@ -798,6 +870,11 @@ def main(argv=None) -> int:
     print(table(results))
     print()
     print(counts(results))
+    print()
+    print(type_counts(results))
+    if args.docs:
+        with open(args.docs, "w") as f:
+            f.write(docs_page(results, args.inner))
     return 0
 
 

@@ -77,9 +77,9 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, subtree_end: Tensor, seg_q: T
 
 
 def _check_window(k: Tensor, positions: Tensor | None, window: int, softcap: float) -> None:
-    torch._check(window >= 0 and softcap >= 0, lambda: "window and softcap must be >= 0 (0: none)")
+    torch._check(softcap >= 0, lambda: "softcap must be >= 0 (0: none)")
     torch._check(window == 0 or (positions is not None and positions.dim() == 1 and positions.shape[0] == k.shape[2]),
-                 lambda: "a window needs positions [number of keys], each key token's column in its row")
+                 lambda: "a window or chunk needs positions [number of keys], each key token's position in its row")
 
 
 def _use_flash(q: Tensor, v: Tensor) -> bool:
@@ -380,18 +380,26 @@ def _window_chunks(seg_q, seg_kv_ptr, kv_ranges, pos: list, window: int):
         for c0 in range(qs, qe, _MATH_CHUNK):
             c1 = min(c0 + _MATH_CHUNK, qe)
             ranges = [*anc, (k0, k0 + c1 - qs)]
-            if window > 0:
-                lo = pos[k0 + c0 - qs] - window + 1
+            if window != 0:
+                # the first key any query of the chunk can see: its first query's window start, or the start of
+                # that query's attention chunk (later queries' starts are no earlier)
+                p0 = pos[k0 + c0 - qs]
+                lo = p0 - window + 1 if window > 0 else (p0 // -window) * -window
                 ranges = [(bisect.bisect_left(pos, lo, a, b), b) for a, b in ranges]
                 ranges = [(a, b) for a, b in ranges if a < b]
             yield c0, c1, ranges
 
 
 def _window_visible(kpos: Tensor, qpos: Tensor, window: int) -> Tensor:
-    """[Lq, Lk] bool: the gathered key is not after the query (ancestors always precede) and within the window."""
+    """[Lq, Lk] bool: the gathered key is not after the query (ancestors always precede) and within the window
+    (W > 0) or the query's attention chunk (-C < 0)."""
     d = qpos[:, None] - kpos[None, :]
     vis = d >= 0
-    return vis & (d < window) if window > 0 else vis
+    if window > 0:
+        return vis & (d < window)
+    if window < 0:
+        return vis & (qpos[:, None] // -window == kpos[None, :] // -window)
+    return vis
 
 
 def _positions_list(positions: Tensor | None, n_keys: int) -> Tensor:
@@ -516,7 +524,9 @@ def tree_attention(
     loss reads (``plan.ReplayPlan.query_segments``).
 
     ``window`` W > 0: key k is visible to query q only if ``positions[k] >= positions[q] - W + 1``, with
-    ``positions`` [Nk] each key token's column in its row (queries: the last Nq). ``softcap`` c > 0: scores are
+    ``positions`` [Nk] each key token's column in its row (queries: the last Nq). ``window`` -C < 0: chunked
+    attention (Llama 4): k is visible only if ``positions[k] // C == positions[q] // C``, ``positions`` each
+    token's position from its row's first real token. ``softcap`` c > 0: scores are
     ``c * tanh(s / c)``. Either runs the PyTorch path (CPU flash with a per-chunk mask; math for softcapping).
 
     ``sinks`` [Hq] (GPT-OSS's attention sinks): query head h's softmax has one more logit, ``sinks[h]``, seen by
@@ -563,7 +573,7 @@ def _check_sinks(q: Tensor, sinks: Tensor | None) -> None:
 
 def _attend(q, k, v, subtree_end, seg_q, seg_kv_ptr, kv_ranges, scale, layout, block_q, block_k, positions,
             window, softcap):
-    if window > 0 or softcap > 0:
+    if window != 0 or softcap > 0:
         _ran("forward", "torch")
         out = _new_tokens((1, q.shape[1], q.shape[2], v.shape[3]), q.dtype, q.device)
         lse = torch.empty((1, q.shape[1], q.shape[2]), dtype=torch.float32, device=q.device)
@@ -642,7 +652,7 @@ def tree_attention_backward(
     a key is seen by many segments (its own and all descendants), so dk/dv are
     accumulated in float32 (float64 for float64 inputs) and cast at the end.
     """
-    if not (window > 0 or softcap > 0) and _use_triton(q, k, v, layout):
+    if not (window != 0 or softcap > 0) and _use_triton(q, k, v, layout):
         # autograd can hand us expanded (stride-0) grads; the kernels want real strides
         lay = BlockLayout.from_tensors(layout, block_q, block_k, q.shape[2], k.shape[2])
         # (out is token-major where the interpreter ran the forward on CPU tensors; on CUDA contiguous already)
@@ -661,7 +671,7 @@ def tree_attention_backward(
              and (k.shape[2] != q.shape[2] or not _low_precision(q)))
     dk_acc = _new_tokens(k.shape, acc_dt, k.device, zero=not split)
     dv_acc = _new_tokens(v.shape, acc_dt, v.device, zero=not split)
-    if window > 0 or softcap > 0:
+    if window != 0 or softcap > 0:
         _windowed_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, scale, positions, window,
                            softcap, dq, dk_acc, dv_acc)
         return dq, dk_acc.to(k.dtype), dv_acc.to(v.dtype)

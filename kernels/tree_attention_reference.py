@@ -5,7 +5,9 @@ Key k is visible to query q iff ``k <= q < subtree_end[k]``, i.e. k is q itself
 or an ancestor of q. With a sliding window W (``positions`` [N]: each token's
 column in its original row) key k is visible only if also
 ``positions[q] - positions[k] < W``: the window is a distance in the row, not in
-the packed order. With ``softcap`` c the scores are ``c * tanh(s / c)`` before
+the packed order. A negative ``window`` -C is chunked attention (Llama 4): key k is
+visible only if ``positions[q] // C == positions[k] // C``, positions counted from
+the row's first real token (transformers' ``chunked_overlay``). With ``softcap`` c the scores are ``c * tanh(s / c)`` before
 the mask (Gemma 2's attention logit softcapping). With ``sinks`` [Hq] (GPT-OSS's
 attention sinks) head h's softmax has one more logit, ``sinks[h]``, whose column
 is dropped after it: the probabilities are exp(s) / (sum exp(s) + exp(sinks[h])).
@@ -31,6 +33,9 @@ def tree_visibility_mask(subtree_end: Tensor, positions: Tensor | None = None, w
     if window > 0:
         p = positions.to(pos.device)
         mask &= (p[:, None] - p[None, :]) < window
+    elif window < 0:  # chunked attention of -window tokens, positions counted from the row's first real token
+        p = positions.to(pos.device)
+        mask &= (p[:, None] // -window) == (p[None, :] // -window)
     return mask
 
 

@@ -28,8 +28,9 @@ MAX_MASK_PROBE_ELEMENTS = 1 << 28
 
 
 class MaskVerifier:
-    """The masks of an analysed graph (``a.reason is None``). ``on_windows(windows)`` (attention node -> W) is
-    called once if the masks are causal only within sliding windows, before any call with them is accepted."""
+    """The masks of an analysed graph (``a.reason is None``). ``on_windows(windows)`` (attention node -> W, or -C
+    for attention chunks of C tokens) is called once if the masks are causal only within sliding windows or
+    chunks, before any call with them is accepted."""
 
     def __init__(self, gm: fx.GraphModule, a: GraphAnalysis, on_windows: Callable[[dict], None]):
         self.a = a
@@ -46,7 +47,7 @@ class MaskVerifier:
         self.probed: set = set()            # input shapes whose mask a full evaluation verified
         self.verified_len = 0               # the longest virtual sequence length verified structurally
         self.length_limit: str | None = None  # why sequences longer than that are not packed
-        self.windows: list | None = None    # each mask site's verified sliding window (0: none), once found
+        self.windows: list | None = None    # each mask site's verified window W or chunk -C (0: none), once found
         self.verifications = 0              # how often a mask was verified (structured: once per graph)
 
     def check(self, args, am) -> tuple[str | None, bool]:
@@ -104,17 +105,26 @@ class MaskVerifier:
         """A mask that is not causal at ``hi`` may be causal within a sliding window per site (HF builds a full and
         a sliding mask and each layer reads one): find each site's window, verify the whole mask against it at
         ``hi`` and at the call's length, and have the attentions apply those windows by row position."""
-        windows = self._site_windows(args, hi)
-        if not any(windows):
+        found = self._site_windows(args, hi)
+        if not any(found):
             return False
-        for tv in sorted({t, hi}):
-            if self._structured_check(args, am, tv, windows) is not None:
-                return False
+        # the distance at which key 0 is hidden is a sliding window's W, or an attention chunk's C (Llama 4:
+        # query q sees the keys of its own chunk, counted from the row's first real token), entered as -C
+        for windows in (found, [-w for w in found]):
+            if all(self._structured_check(args, am, tv, windows) is None for tv in sorted({t, hi})):
+                break
+        else:
+            return False
         self.windows = windows
-        self.on_windows({s.node: w for s, w in zip(self.sites, windows) if w > 0})
-        count("sliding_window_sites", sum(1 for w in windows if w > 0))
-        log.info("replay: sliding windows %s at the attention sites; packed with the window applied by row "
-                 "position", sorted(set(windows)))
+        self.on_windows({s.node: w for s, w in zip(self.sites, windows) if w != 0})
+        if windows is found:
+            count("sliding_window_sites", sum(1 for w in windows if w > 0))
+            log.info("replay: sliding windows %s at the attention sites; packed with the window applied by row "
+                     "position", sorted(set(windows)))
+        else:
+            count("attention_chunk_sites", sum(1 for w in windows if w < 0))
+            log.info("replay: attention chunks of %s tokens at the attention sites; packed with the chunks applied "
+                     "by row position", sorted({-w for w in windows if w}))
         return True
 
     def _check(self, args, am) -> tuple[str | None, bool]:

@@ -121,10 +121,12 @@ def structured_mask_module(gm: fx.GraphModule, masks: list, seq, batch, attentio
     for n in gm.graph.nodes:
         if n.op == "placeholder" or n not in needed:
             continue
-        if n.target in _SCANS:
+        if n.target in _SCANS and any(x.op == "call_function" and x.target is torch.arange for x in upstream([n])):
             # a scan along an axis of positions (transformers' packed-sequence detection without an attention
             # mask: diff of the position ids, then cumsum) sees gaps between the chosen positions that the
-            # real arange does not have: only the full evaluation is right
+            # real arange does not have: only the full evaluation is right. A scan of the padding mask alone
+            # (chunked masks' left padding: ``attention_mask.cumsum(-1) == 0``) reads the probe, which has the
+            # virtual length in full, so it is exact
             return None
         if _equals(n, seq):
             return None  # T computed inside the mask subgraph (from a size call): follow it no further
@@ -188,12 +190,23 @@ def describe_mismatch(vis: torch.Tensor, ref: torch.Tensor, qvalid: torch.Tensor
 
 def window_boundaries(t: int, windows) -> list[int]:
     """Probe positions that put pairs at distance W - 1 and W into a virtual sequence of length t, for each
-    window W: (W - 1, 0), (W, 0) at the start and (t - 1 - W, t - 1) at the end, with their neighbours."""
+    window W: (W - 1, 0), (W, 0) at the start and (t - 1 - W, t - 1) at the end, with their neighbours; for a
+    chunk C (entry -C) the first two chunk boundaries and the last, counted from each probe row's first real
+    token (``padding_probes`` start real tokens at 0 and at t // 3)."""
     out = []
     for w in set(windows):
         if 0 < w < t:
             out += [w, t - 1 - w]
+        elif 0 < -w < t:
+            c = -w
+            for lp in (0, t // 3):
+                out += [lp + c, lp + 2 * c, lp + ((t - 1 - lp) // c) * c]
     return out
+
+
+def _leading_pads(probe: torch.Tensor) -> torch.Tensor:
+    """[B]: each row's padding before its first real token (transformers' ``left_padding`` of chunked masks)."""
+    return (probe.cumsum(1) == 0).sum(1)
 
 
 def window_of(hidden_at, hi: int) -> int:
@@ -226,7 +239,13 @@ def check_masks(outs, sites, probe: torch.Tensor, qpos: torch.Tensor, kpos: torc
     qvalid = pad[:, qpos]
     windows = windows or [0] * len(sites)
     for site, m, w in zip(sites, outs, windows):
-        ref = causal & ((qpos[:, None] - kpos[None, :]) < w)[None] if w > 0 else causal
+        if w > 0:
+            ref = causal & ((qpos[:, None] - kpos[None, :]) < w)[None]
+        elif w < 0:  # a chunk of -w tokens, counted from each row's first real token
+            lp = _leading_pads(probe)[:, None, None]
+            ref = causal & ((qpos[None, :, None] - lp) // -w == (kpos[None, None, :] - lp) // -w)
+        else:
+            ref = causal
         vis = visible(m)
         if vis is None:
             return (f"attention at node `{site.node.name}` adds a bias to its scores (not a 0/-inf mask), which "
@@ -236,9 +255,10 @@ def check_masks(outs, sites, probe: torch.Tensor, qpos: torch.Tensor, kpos: torc
         vis = vis.reshape((1,) * (4 - vis.dim()) + tuple(vis.shape)).expand(b, -1, len(qpos), len(kpos))
         ok = (vis == ref[:, None]) | ~qvalid[:, None, :, None]
         if not bool(ok.all()):
-            if w > 0:
-                return (f"attention mask at node `{site.node.name}` is not causal-with-padding within a sliding "
-                        f"window of {w} tokens; shared prefixes cannot be computed once")
+            if w != 0:
+                what = f"a sliding window of {w} tokens" if w > 0 else f"attention chunks of {-w} tokens"
+                return (f"attention mask at node `{site.node.name}` is not causal-with-padding within {what}; "
+                        f"shared prefixes cannot be computed once")
             return (f"attention mask at node `{site.node.name}` is not causal-with-padding: "
                     f"{describe_mismatch(vis, ref, qvalid, qpos, kpos)}; shared prefixes cannot be computed once")
     return None

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx as fx
 
-from .nodes import B, T, Kind, op_name, shape
+from .nodes import BT, B, T, Kind, op_name, shape
 
 COUNTER = "recurrent_layers_per_row"  # torch._dynamo.utils.counters["replay"][COUNTER]: layers computed per row
 PROBE_COUNTER = "per_row_layers_probed"  # layers whose causality per row was checked on a call's shapes
@@ -138,7 +138,9 @@ def admit_output(x: fx.Node, user: fx.Node, a, same_size, decline) -> bool:
     path, name = layer
     v = _val(x)
     shape = tuple(v.shape) if isinstance(v, torch.Tensor) else None
-    if not (shape is not None and len(shape) >= 2 and same_size(shape[0], a.batch) and same_size(shape[1], a.seq)):
+    flat = shape is not None and len(shape) >= 1 and same_size(shape[0], a.batch * a.seq)
+    if not flat and not (shape is not None and len(shape) >= 2 and same_size(shape[0], a.batch)
+                         and same_size(shape[1], a.seq)):
         raise decline(f"layer `{path}` ({name}) is computed per row, but its value `{x.name}` of shape "
                       f"{list(shape) if shape is not None else '?'} leaves the layer (read by `{user.name}`) "
                       f"without a [batch, seq, ...] layout to gather back to the packed tokens (a recurrent or "
@@ -152,7 +154,8 @@ def admit_output(x: fx.Node, user: fx.Node, a, same_size, decline) -> bool:
                       f"(`{other.name}` and `{x.name}`, read by `{user.name}`); only its output can be gathered "
                       f"back to the packed tokens")
     a.tokenfn.add(x)
-    a.roles[x] = (B, T) + (None,) * (len(shape) - 2)
+    # [B, T, ...], or [B * T, ...] (a layer that flattens its tokens, as MoE blocks do)
+    a.roles[x] = (BT,) + (None,) * (len(shape) - 1) if flat else (B, T) + (None,) * (len(shape) - 2)
     return True
 
 
@@ -248,6 +251,7 @@ def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) ->
                 values[x] = args[pos[x]]
         if not probes:
             continue
+        mod = _as_rows(mod, *values[probes[0]].shape[:2])
 
         def run(vals):
             with torch.no_grad():
@@ -284,6 +288,14 @@ def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) ->
             return why
         torch._dynamo.utils.counters["replay"][PROBE_COUNTER] += 1
     return None
+
+
+def _as_rows(mod, b: int, t: int):
+    """``mod`` with a [B * T, ...] output (a layer that flattens its tokens) seen as [B, T, ...]."""
+    def run(*xs):
+        out = mod(*xs)
+        return out.reshape(b, t, *out.shape[1:]) if t > 1 and out.dim() >= 1 and out.shape[0] == b * t else out
+    return run
 
 
 # calls that change functorch's or autograd's global state (Dynamo inlines vmap and grad-mode changes as such)

@@ -514,6 +514,12 @@ def _check_layout(gm: fx.GraphModule, a: GraphAnalysis) -> None:
         k = a.kind.get(n)
         if n.op == "output" or k == Kind.ROW:
             # a row node (or the output) reads packed values in the [B, T] layout: each is replayed there
+            target = _inplace_target(n)
+            if target is not None and a.kind.get(target) == Kind.PACKED:
+                # the replayed copy would take the write, and the packed tensor read afterwards would miss it
+                # (Llama 4's shared expert output `out.add_(routed experts)`, the experts run per row)
+                raise Decline(f"in-place `{op_name(n)}` at node `{n.name}` writes values computed per row into "
+                              f"`{target.name}`, a packed tensor")
             for x in n.all_input_nodes:
                 r = a.roles.get(x) or ()
                 if a.kind.get(x) == Kind.PACKED and x.op != "placeholder" and B not in r and BT not in r:
@@ -526,6 +532,19 @@ def _check_layout(gm: fx.GraphModule, a: GraphAnalysis) -> None:
             elif is_expand(n) and any(not isinstance(s, int) for r, s in zip(a.roles[n], shape(n)) if r is None):
                 raise Decline(f"an expand with a symbolic size at node `{n.name}`")
 
+
+
+def _inplace_target(n: fx.Node) -> fx.Node | None:
+    """The tensor an in-place op (a ``foo_`` method or ``torch.foo_``, ``operator.iadd``-style) writes, or None."""
+    if n.op not in ("call_method", "call_function") or not n.args or not isinstance(n.args[0], fx.Node):
+        return None
+    name = op_name(n)
+    if name.endswith("_") and not name.startswith("_") and name not in ("requires_grad_", "retain_grad_"):
+        return n.args[0]
+    if n.op == "call_function" and getattr(n.target, "__name__", "").startswith("i") and \
+            n.target.__module__ == "_operator" and name in ("iadd", "isub", "imul", "itruediv"):
+        return n.args[0]
+    return None
 
 
 def _misaligned(x: fx.Node, n: fx.Node, out_roles: tuple, a: GraphAnalysis) -> bool:

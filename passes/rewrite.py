@@ -191,6 +191,17 @@ class _Stream:
         self.gath.append(g.call_function(torch.index_select, (self.gath[0], 0, index)))
 
 
+def chunk_positions(columns, gather, scatter_index, gathers: list):
+    """Each packed token's position from its row's first real token (chunked attention's positions: transformers
+    counts chunks from there), from its column and its row (``gather`` = b * T + t). Rows that share a token
+    share their left padding, so the row the plan took it from stands for all. ``gathers``: the plan's gather
+    indices of every packed token (pads hold their count in ``scatter_index``)."""
+    num_packed = sum(x.shape[0] for x in gathers)
+    pads = (scatter_index >= num_packed).long().cumprod(1).sum(1)   # [B]: leading pads per row
+    rows = torch.div(gather - columns, scatter_index.shape[1], rounding_mode="floor")
+    return columns - pads.index_select(0, rows)
+
+
 def tree_scan_call(kind: str = "gated_deltanet"):
     """The op the packed graph calls for a recurrent layer of ``kind`` (``recurrent.TreeScanSite.kind``) run on
     the prefix tree: opaque to the inner compiler (kernels/tree_scan.py, kernels/ssd_tree.py), so inductor
@@ -418,11 +429,15 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             s = sites[n]
             window = (windows or {}).get(n, 0)
 
-            def extras(cols, st: _Stream):
+            def extras(cols, st: _Stream, gather=None):
                 """The op's trailing arguments (positions, window, softcap, sinks), as far as the site needs them;
-                the shared stream of detach_prefix reads the sinks detached, as every outside input."""
+                the shared stream of detach_prefix reads the sinks detached, as every outside input. A chunk
+                (window -C) reads positions from each row's first real token (``gather``: the keys' b * T + t)."""
                 sinks = None if s.sinks is None else get_row(s.sinks)
                 sinks = no_grad(sinks, s.sinks) if sinks is not None and st.no_grad else sinks
+                if window < 0:
+                    every = [plan["gather_s"], plan["gather_r"]] if detach_prefix else [plan["gather_index"]]
+                    cols = g.call_function(chunk_positions, (cols, gather, plan["scatter_index"], every))
                 tail = (cols if window else None, window, s.softcap, sinks)
                 while tail and tail[-1] in (None, 0, 0.0):  # defaults left out, as before sinks and softcap
                     tail = tail[:-1]
@@ -436,15 +451,17 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (qs, ks, vs, plan["subtree_end_s"], plan["seg_q_s"], plan["seg_kv_ptr_s"],
                                        plan["kv_ranges_s"], s.scale, layout, block_q, block_k)
-                                      + extras(plan["columns_s"], streams[0]))
+                                      + extras(plan["columns_s"], streams[0], plan["gather_s"]))
                 streams[0].env[n] = g.call_function(operator.getitem, (res, 0))
                 # the branch queries see the shared keys (constants here) followed by their own
                 k_all = g.call_function(torch.cat, ([ks, kr], 2))
                 v_all = g.call_function(torch.cat, ([vs, vr], 2))
                 cols_all = g.call_function(torch.cat, ([plan["columns_s"], plan["columns_r"]],)) if window else None
+                gath_all = g.call_function(torch.cat, ([plan["gather_s"], plan["gather_r"]],)) if window < 0 else None
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (qr, k_all, v_all, no_subtree, plan["seg_q_r"], plan["seg_kv_ptr_r"],
-                                       plan["kv_ranges_r"], s.scale, [], 0, 0) + extras(cols_all, streams[1]))
+                                       plan["kv_ranges_r"], s.scale, [], 0, 0) + extras(cols_all, streams[1],
+                                                                                          gath_all))
                 streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
                 continue
             st = streams[0]
@@ -452,7 +469,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                   (q, kk, v, plan["subtree_end"], plan["seg_q"], plan["seg_kv_ptr"],
                                    plan["kv_ranges"], s.scale, layout, block_q, block_k)
-                                  + extras(plan["columns"], st))
+                                  + extras(plan["columns"], st, plan["gather_index"]))
             st.env[n] = g.call_function(operator.getitem, (res, 0))
             continue
         for st in streams:

@@ -73,6 +73,33 @@ def test_a_tree_scan_site_that_differs_from_its_layer_stays_per_row(monkeypatch,
     assert any("differs from the layer" in m.getMessage() for m in caplog.records)
 
 
+@pytest.mark.parametrize("layout", ["flat", "tree"])
+def test_llama4_chunked_attention_is_packed_exactly(layout, replay_graphs):
+    """Llama 4's chunked attention layers (chunks of 8, shorter than the prompt, counted from each row's first
+    real token: the flat group is left-padded) are found by the mask check as chunks and packed with the chunk
+    applied by position; its MoE, which writes its routed experts into the shared expert's output in place,
+    runs per row rather than silently losing that write. Exact."""
+    r = families.run_family("llama4_text", layout, inner="aot_eager")
+    assert r["status"] == "packed", r
+    windows = replay_graphs[-1].masks.windows
+    assert windows and any(w < 0 for w in windows), windows
+
+
+def test_an_inplace_write_of_row_values_into_a_packed_tensor_declines():
+    """``out.add_(rows)`` where ``out`` is packed and the added value was computed per row: the rewrite would
+    write into a replayed copy and later reads of ``out`` would miss it. The analysis declines, naming it."""
+    import torch.fx as fx
+
+    from replaycompile.passes import region
+
+    g = fx.Graph()
+    out, rows = g.placeholder("out"), g.placeholder("rows")
+    add = g.call_method("add_", (out, rows))
+    g.output(add)
+    assert region._inplace_target(add) is out
+    assert region._inplace_target(g.call_method("add", (out, rows))) is None
+
+
 def test_a_layer_that_carries_its_pads_is_declined_not_wrong():
     """RecurrentGemma's recurrence does not zero padded positions, so its real outputs depend on the pads' states,
     which a packed step never computes: the padding probe declines it, naming the layer; the step equals eager's."""

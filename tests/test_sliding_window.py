@@ -83,6 +83,27 @@ def test_window_hides_keys_by_row_distance_not_packed_distance():
     assert bool((out[0, :, first_of_second + 1] == 0).all())   # one further: out of the window
 
 
+@pytest.mark.parametrize("chunk", [1, 2, 4, 5, 12, 40])
+@pytest.mark.parametrize("dv", [8, 6])
+def test_chunk_against_reference(chunk, dv):
+    """Chunked attention (Llama 4; window -C): a query sees the keys of its own C-token chunk of the row, chunks
+    counted from the row's first real token: chunks of one token, shorter than a branch, ending inside the prompt
+    and inside branches (5), as long as the prompt (12: a branch starts a new chunk) and longer than every row."""
+    check_window(build_tree(TWO_LEVEL), -chunk, dv=dv)
+
+
+def test_chunk_boundaries_follow_positions_not_packed_order():
+    """Positions 0..3 of the prompt then each branch: with chunks of 4 a branch's first token (position 4) starts
+    a new chunk and sees only itself, though it is packed right after its parent's last token."""
+    tree = build_tree([(-1, 0, 4), (0, 3, 5), (0, 3, 3)])
+    q, k, v = make_qkv(tree.n, 2, 2, 8, 8, torch.float32, 1)
+    v = torch.zeros_like(v)
+    v[0, :, :4] = 1.0  # only the prompt carries values
+    out, _ = tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, depths(tree), -4)
+    assert bool((out[0, :, 3] > 0).all())
+    assert bool((out[0, :, 4] == 0).all()) and bool((out[0, :, 9] == 0).all())  # both branches' first tokens
+
+
 @pytest.mark.parametrize("window", [0, 3, 13])
 def test_softcap_against_reference(window):
     check_window(build_tree(TWO_LEVEL), window, softcap=2.0)
@@ -94,7 +115,7 @@ def test_left_padding_offsets_positions():
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), window=st.integers(1, 20), softcap=st.sampled_from([0.0, 1.5]))
+@given(seed=st.integers(0, 10_000), window=st.integers(-12, 20).filter(bool), softcap=st.sampled_from([0.0, 1.5]))
 def test_random_trees_against_reference(seed, window, softcap):
     rng = random.Random(seed)
     tree = build_tree(random_segs(rng, rng.randint(1, 2), rng.randint(1, 4), 9), rng, split_prob=0.3)
@@ -104,7 +125,7 @@ def test_random_trees_against_reference(seed, window, softcap):
 def test_opcheck_with_window_and_softcap():
     tree = build_tree(TWO_LEVEL)
     q, k, v = make_qkv(tree.n, 4, 2, 8, 8, torch.float32, 2)
-    for window, softcap in [(5, 0.0), (5, 3.0)]:
+    for window, softcap in [(5, 0.0), (5, 3.0), (-4, 0.0)]:
         args = (q.requires_grad_(), k.requires_grad_(), v.requires_grad_(), *tree.meta(), 0.35, *TORCH_PATH,
                 depths(tree), window, softcap)
         torch.library.opcheck(torch.ops.replaycompile.tree_attention.default, args)
@@ -113,7 +134,7 @@ def test_opcheck_with_window_and_softcap():
 def test_window_without_positions_is_refused():
     tree = build_tree(TWO_LEVEL)
     q, k, v = make_qkv(tree.n, 2, 2, 8, 8, torch.float32, 2)
-    with pytest.raises(RuntimeError, match="window needs positions"):
+    with pytest.raises(RuntimeError, match="needs positions"):
         tree_attention(q, k, v, *tree.meta(), 0.3, *TORCH_PATH, None, 4)
 
 
