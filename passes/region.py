@@ -512,6 +512,12 @@ def _check_layout(gm: fx.GraphModule, a: GraphAnalysis) -> None:
     sites = {s.node for s in a.attention}
     for n in gm.graph.nodes:
         k = a.kind.get(n)
+        target = _inplace_target(n)
+        if target is not None and not any(a.roles.get(target) or ()) and _weight_data(target):
+            # Gemma 3n clamps its AltUp coefficients' .data in place each step: AOT autograd cannot take an
+            # input mutation through a non-differentiable view in a graph of ours (the packed graph's inputs)
+            raise Decline(f"in-place `{op_name(n)}` at node `{n.name}` writes a weight's data inside the step "
+                          f"(`{target.name}`), which the packed graph cannot take")
         if n.op == "output" or k == Kind.ROW:
             # a row node (or the output) reads packed values in the [B, T] layout: each is replayed there
             target = _inplace_target(n)
@@ -532,6 +538,16 @@ def _check_layout(gm: fx.GraphModule, a: GraphAnalysis) -> None:
             elif is_expand(n) and any(not isinstance(s, int) for r, s in zip(a.roles[n], shape(n)) if r is None):
                 raise Decline(f"an expand with a symbolic size at node `{n.name}`")
 
+
+
+def _weight_data(x: fx.Node) -> bool:
+    """``x`` is a graph input or a view of one's data (``p.data``, ``p.detach()``), not computed from tokens."""
+    while x.op != "placeholder":
+        if op_name(x) not in ("_get_data_attr", "detach", "view", "reshape", "data") or not x.args or \
+                not isinstance(x.args[0], fx.Node):
+            return False
+        x = x.args[0]
+    return True
 
 
 def _inplace_target(n: fx.Node) -> fx.Node | None:

@@ -44,6 +44,9 @@ _ELEMENTWISE_NAMES = {
     "nan_to_num", "isnan", "isinf", "isfinite", "signbit", "xlogy", "copysign", "bitwise_not", "bitwise_xor",
     "xor", "logical_xor", "pos", "erfc", "erfinv", "float_power", "sigmoid_", "relu_", "clamp_", "clamp_min",
     "clamp_max", "div_", "neg_", "exp_",
+    # torch's aliases (Gemma 3n: torch.multiply)
+    "multiply", "divide", "subtract", "negative", "greater", "greater_equal", "less", "less_equal", "not_equal",
+    "absolute", "arctan", "arctan2", "clip_", "multiply_", "divide_", "subtract_", "sqrt_", "rsqrt_", "pow_",
     "copy_",  # a per-token write into a view of a packed tensor (MLA's key halves): the destination's layout
 }
 _REDUCE_NAMES = {"mean", "sum", "amax", "amin", "logsumexp", "norm", "var", "std", "prod", "max", "min", "argmax",
@@ -65,6 +68,9 @@ def infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     routed = _routing_roles(n, roles, a)
     if routed is not None:
         return routed
+    table = _column_slice(n, roles, a)
+    if table is not None:
+        return table
     if not any(roles.get(x) and any(r is not None for r in roles[x]) for x in n.all_input_nodes):
         return (None,) * len(out_shape) if out_shape is not None else ()
     if n.op == "call_function" and n.target in _BY_TARGET:
@@ -72,6 +78,9 @@ def infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     name = op_name(n)
     base = n.args[0] if n.args else None
     br = roles.get(base) if isinstance(base, fx.Node) else None
+    looked_up = _positional_lookup(n, name, br, roles)
+    if looked_up is not None:
+        return looked_up
     if name in _PER_TOKEN_INDEXED and br is not None and _per_token_gather(n, br, roles, a):
         # a router's gather of each token's top-k weights (``weights.gather(-1, experts)``): index and source
         # are the same token's values, so it is per-token (a vocabulary gather reads per-row labels instead)
@@ -96,9 +105,39 @@ def _linear(n, roles, out_shape):
     return roles[n.args[0]][:-1] + (None,)
 
 
+def _batched_per_token(x, w, roles, out_shape):
+    """Roles of ``matmul(x, w)`` when both operands carry the token axes only among their batch dims (all but the
+    last two), aligned: one small matrix product per token (Gemma 3n's AltUp mixes its copies of a token's
+    state with that token's coefficients), no token mixed with another. None otherwise."""
+    sx, sw = shape(x), shape(w)
+    if out_shape is None or sx is None or sw is None or len(sx) < 3 or len(sw) < 3:
+        return None
+    rx = roles.get(x) or (None,) * len(sx)
+    rw = roles.get(w) or (None,) * len(sw)
+    if any(rx[-2:]) or any(rw[-2:]):
+        return None
+    nb = len(out_shape) - 2
+    bx = (None,) * (nb - len(sx) + 2) + tuple(rx[:-2])
+    bw = (None,) * (nb - len(sw) + 2) + tuple(rw[:-2])
+    sbx = (1,) * (nb - len(sx) + 2) + tuple(sx[:-2])
+    sbw = (1,) * (nb - len(sw) + 2) + tuple(sw[:-2])
+    out = []
+    for a, b, na, nb_ in zip(bx, bw, sbx, sbw):
+        if a == b or (b is None and nb_ == 1):
+            out.append(a)
+        elif a is None and na == 1:
+            out.append(b)
+        else:
+            return None  # a token axis against an axis that is not the same token axis
+    return tuple(out) + (None, None)
+
+
 def _matmul(n, roles, out_shape):
     x, w = n.args
     if isinstance(w, fx.Node) and roles.get(w) and any(roles[w]):
+        per_token = _batched_per_token(x, w, roles, out_shape) if isinstance(x, fx.Node) else None
+        if per_token is not None:
+            return per_token
         return "a matmul between two token-dependent tensors (token mixing)"
     rx = roles[x]
     if rx[-1] is not None:
@@ -601,6 +640,74 @@ def _cast_source(x: fx.Node) -> fx.Node:
     while isinstance(x, fx.Node) and op_name(x) in _CASTS and x.op == "call_method":
         x = x.args[0]
     return x
+
+
+def _positional_lookup(n: fx.Node, name: str, br, roles: dict) -> tuple | None:
+    """``torch.gather(table, d, index)`` of a table that does not depend on the tokens at an index that is a
+    positional table (roles T and None only: BERT's ``token_type_ids`` buffer read at ``position_ids``): the
+    result is a positional table too, laid out as its index. None otherwise."""
+    if name != "gather" or (br is not None and any(br)) or not isinstance(n.args[0], fx.Node):
+        return None
+    index = n.kwargs.get("index", n.args[2] if len(n.args) > 2 else None)
+    ri = roles.get(index) if isinstance(index, fx.Node) else None
+    if ri is None or T not in ri:
+        return None
+    dim = norm_dim(n.kwargs.get("dim", n.args[1] if len(n.args) > 1 else 0), len(ri))
+    # a batch axis of the index must meet a table equal along it (RoBERTa: the buffer expanded to the batch), so
+    # that row b's lookup reads the one table
+    if any(r in (B, BT) and d != dim and not _constant_along(n.args[0], d) for d, r in enumerate(ri)):
+        return None
+    return tuple(ri)
+
+
+def _constant_along(x: fx.Node, d: int) -> bool:
+    """``x`` is equal along dim ``d``: size 1 there, or an expand of a size-1 dim (through casts)."""
+    while True:
+        sx = shape(x)
+        if sx is None or d >= len(sx):
+            return False
+        if sx[d] == 1:
+            return True
+        name = op_name(x)
+        if name in ("to", "type_as", "contiguous", "long", "int", "float") and x.args and \
+                isinstance(x.args[0], fx.Node):
+            x = x.args[0]
+            continue
+        if name in EXPAND_NAMES and x.args and isinstance(x.args[0], fx.Node):
+            src = shape(x.args[0])
+            off = len(sx) - len(src) if src is not None else 0
+            if src is None or d < off:
+                return src is not None
+            x, d = x.args[0], d - off
+            continue
+        return False
+
+
+def _column_slice(n: fx.Node, roles: dict, a) -> tuple | None:
+    """``table[:, :T]``: the first T entries along one axis of a tensor that does not depend on the tokens (BERT's
+    and CTRL's ``position_ids`` / ``token_type_ids`` buffers, a learned position table): entry t is the same for
+    every row, so that axis is a positional table by column (role T) whatever the values. None otherwise."""
+    if not (n.op == "call_function" and n.target is operator.getitem and isinstance(n.args[0], fx.Node)):
+        return None
+    base, idx = n.args
+    br = roles.get(base)
+    sb, so = shape(base), shape(n)
+    if (br is not None and any(br)) or sb is None or so is None or base in a.tokenfn:
+        return None
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    if any(x is Ellipsis or x is None or not isinstance(x, slice) for x in idx) or len(idx) > len(sb):
+        return None
+    cut = [d for d, x in enumerate(idx) if not (x.start in (None, 0) and x.stop is None and x.step in (None, 1))]
+    if len(cut) != 1:
+        return None
+    d = cut[0]
+    x = idx[d]
+    if x.start not in (None, 0) or x.step not in (None, 1) or not same_size(so[d], a.seq) or \
+            same_size(sb[d], a.seq):
+        return None
+    out = [None] * len(so)
+    out[d] = T
+    return tuple(out)
 
 
 def _inverse_arange(e: fx.Node, perm: fx.Node) -> fx.Node | None:

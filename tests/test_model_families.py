@@ -6,7 +6,9 @@ reshaped before the embedding, Conv1D's addmm), Llama 4 (ids moved with ``.to``,
 ``torch.min``), Ministral 3 (a per-position scale), ERNIE 4.5 (rope tables repeated per pair), DeepSeek-V3 (MLA's
 keys built with ``new_empty`` and filled in place; group-limited routing's scatter), Qwen3.5 (a Gated DeltaNet of
 another class, run on the prefix tree; multimodal rope's positions expanded to the batch), Falcon-H1 (a Mamba
-layer's output scaled outside it), RecurrentGemma (a recurrence that carries its pads: declined, not wrong)."""
+layer's output scaled outside it), RecurrentGemma (a recurrence that carries its pads: declined, not wrong), BERT-style
+decoders (a position buffer sliced to T, a token-type buffer read at the positions, RoBERTa's positions counted
+from the ids)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ families = load_script("bench/families.py")
 
 
 @pytest.mark.parametrize("model_type", ["gpt2", "apertus", "ministral3", "ernie4_5_moe", "deepseek_v3", "glm4_moe",
-                                        "falcon_h1"])
+                                        "falcon_h1", "bert-generation", "bert", "roberta"])
 def test_family_packs_exactly(model_type):
     """Packed (the stats say so), fewer tokens computed than in the batch, loss, logits and every gradient equal
     eager's; no layer left per row where the rules follow every op (a recurrent layer's the only exception)."""
