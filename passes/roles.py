@@ -184,6 +184,13 @@ def _getitem(n, roles, out_shape):
     base, idx = n.args
     if isinstance(val(base), (tuple, list)):  # an output of chunk/split/unbind
         return roles.get(base)
+    lookup = idx[0] if isinstance(idx, tuple) and len(idx) == 1 else idx
+    br = roles.get(base)
+    if isinstance(lookup, fx.Node) and roles.get(lookup) and any(roles[lookup]) and not (br and any(br)) \
+            and shape(base) is not None:
+        # a token-independent table read at a token or position index (GPT-J's ``embed_positions[position_ids]``):
+        # an embedding lookup, laid out as its index then the table's row
+        return tuple(roles[lookup]) + (None,) * (len(shape(base)) - 1)
     return _getitem_roles(n, roles[base], idx)
 
 
