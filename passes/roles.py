@@ -460,10 +460,34 @@ def _splitslots(in_roles, real_in, out_shape, real_out) -> list | None:
     return [slots_role(k // math.prod(rest))] + [None] * len(rest)
 
 
+def _axis_of(idx: tuple, pos: int, nd: int) -> int | None:
+    """The input axis that entry ``pos`` of a basic index tuple addresses (None: not one)."""
+    n_real = sum(1 for x in idx if x is not None and x is not Ellipsis)
+    d = 0
+    for i, x in enumerate(idx):
+        if i == pos:
+            return d
+        if x is Ellipsis:
+            d += nd - n_real
+        elif x is not None:
+            d += 1
+    return None
+
+
 def _getitem_roles(node: fx.Node, base_roles: tuple, idx) -> tuple | str:
     """Roles after basic indexing. Returns a reason string when the index is not a plain per-token view."""
     if not isinstance(idx, tuple):
         idx = (idx,)
+    lists = [x for x in idx if isinstance(x, list)]
+    if len(lists) == 1 and all(isinstance(i, int) for i in lists[0]) and not any(
+            isinstance(x, (fx.Node, torch.Tensor)) and not is_symint_node(x) for x in idx):
+        # one constant index list (Falcon's ``fused_qkv[..., [-2], :]``: its key head) keeps its axis in place,
+        # as a slice would: fine on an axis that is not a token axis
+        d = _axis_of(idx, idx.index(lists[0]), len(base_roles))
+        if d is None or base_roles[d] is not None:
+            return "advanced (tensor) indexing"
+        idx = tuple(slice(None) if x is lists[0] else x for x in idx)
+        return _getitem_roles(node, base_roles, idx)
     if any(isinstance(x, (fx.Node, torch.Tensor, list)) and not is_symint_node(x) for x in idx):
         return "advanced (tensor) indexing"
     nd = len(base_roles)
