@@ -290,6 +290,28 @@ def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) ->
     return None
 
 
+def functorch_layer(gm: fx.GraphModule, a) -> str | None:
+    """Why a layer computed per row cannot be: its graph changes functorch's or autograd's global state (Mamba's
+    and Jamba's scans run under ``torch.vmap``), which the packed graph, retraced around the replayed rows,
+    cannot carry (torch raises on a tensor escaping the vmap). None when no such layer."""
+    for path, cls in per_row_layers(a).items():
+        state = sorted({op_name(n) for n in gm.graph.nodes if n.op == "call_function"
+                        and _STATEFUL.search(op_name(n)) and (recurrent_layer(n, a) or ("",))[0] == path})
+        if state:
+            return (f"layer `{path}` ({cls}) mixes tokens and runs under functorch transforms (its graph calls "
+                    f"`{state[0]}`), which a packed graph cannot carry around its replayed rows")
+    for n in gm.graph.nodes:
+        # a functorch transform over token-dependent values anywhere else (Mamba's scan): the same
+        if n.op == "call_function" and _STATEFUL.search(op_name(n)) and not op_name(n).startswith("_set_grad") \
+                and any(a.kind.get(x) in (Kind.PACKED, Kind.ROW) and x not in a.paramdep and x.op != "placeholder"
+                        for x in n.all_input_nodes):
+            stack = list((n.meta.get("nn_module_stack") or {}).values())
+            where = f" in `{_dotted(stack[-1][0])}`" if stack else ""
+            return (f"`{op_name(n)}` at node `{n.name}`{where}: a functorch transform over the tokens, which a "
+                    f"packed graph cannot carry")
+    return None
+
+
 def _as_rows(mod, b: int, t: int):
     """``mod`` with a [B * T, ...] output (a layer that flattens its tokens) seen as [B, T, ...]."""
     def run(*xs):

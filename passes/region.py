@@ -32,7 +32,7 @@ from . import recurrent
 from .cross_entropy import REFINABLE
 from .nodes import (EMBEDDING, VIEW_NAMES, B, BT, Decline, Kind, NotCandidate, T, count, is_symint_node,
                     node_desc, op_name, same_size, shape, val)
-from .roles import NEW_TENSOR_NAMES, infer_roles, is_elementwise, prefix_scan, routing_value
+from .roles import NEW_TENSOR_NAMES, constant_table, infer_roles, is_elementwise, prefix_scan, routing_value
 
 
 @dataclass
@@ -371,6 +371,8 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
             # gatherable value (row b's entry at column t is the table's at t)
             r = tuple(B if i == _expands_to_batch(n, r, a) - 1 else role for i, role in enumerate(r))
             a.tokenfn.add(n)
+        if not ins and isinstance(r, tuple) and constant_table(n, a) is not None:
+            a.tokenfn.add(n)  # a constant [B, T] tensor: gatherable like the token inputs (roles.constant_table)
         token_ins = [x for x in ins if x in a.tokenfn]
         weights = [x for x in ins if x in a.paramdep]
         per_row = [x for x in ins if not is_packed(x) and x not in a.tokenfn and kind.get(x) != "mask"

@@ -58,8 +58,9 @@ def infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     """Roles of ``n``'s output, a reason string if ``n`` is not per-token, or None if unknown."""
     out_shape = shape(n)
     if n.op == "call_function" and n.target is torch.arange:
-        # positions: arange(T) is a positional table, arange(B) a row index
-        if len(n.args) == 1 and out_shape is not None:
+        # positions: arange(T) is a positional table, arange(B) a row index (also written arange(0, T))
+        if out_shape is not None and (len(n.args) == 1 or (len(n.args) == 2 and n.args[0] == 0)
+                                      or (len(n.args) == 3 and n.args[0] == 0 and n.args[2] == 1)):
             if same_size(out_shape[0], a.seq):
                 return (T,)
             if same_size(out_shape[0], a.batch):
@@ -68,7 +69,7 @@ def infer_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     routed = _routing_roles(n, roles, a)
     if routed is not None:
         return routed
-    table = _column_slice(n, roles, a)
+    table = _column_slice(n, roles, a) or constant_table(n, a)
     if table is not None:
         return table
     if not any(roles.get(x) and any(r is not None for r in roles[x]) for x in n.all_input_nodes):
@@ -203,7 +204,7 @@ def _dropout(n, roles, out_shape):
 
 
 _BY_TARGET = {target: rule for targets, rule in ((EMBEDDING, _embedding), (LINEAR, _linear), (MATMUL, _matmul),
-                                                 ({torch.cat}, _cat), ({torch.stack}, _stack), ({operator.getitem}, _getitem),
+                                                 ({torch.cat, torch.concat, torch.concatenate}, _cat), ({torch.stack}, _stack), ({operator.getitem}, _getitem),
                                                  ({torch.addmm}, _addmm),
                                                  (DROPOUT, _dropout))
               for target in targets}
@@ -712,6 +713,23 @@ def _constant_along(x: fx.Node, d: int) -> bool:
             x, d = x.args[0], d - off
             continue
         return False
+
+
+_CONSTANT_FACTORIES = {torch.zeros, torch.ones, torch.full}
+
+
+def constant_table(n: fx.Node, a) -> tuple | None:
+    """``torch.zeros((B, T))`` and the like (BERT-style decoders' default ``token_type_ids``): equal everywhere,
+    so its batch- and sequence-long axes are those axes of a gatherable value (row b's entry at column t is the
+    same as any other's). None for anything else, or where batch and sequence sizes cannot be told apart."""
+    if not (n.op == "call_function" and n.target in _CONSTANT_FACTORIES) or any(
+            isinstance(x, fx.Node) for x in n.all_input_nodes):
+        return None
+    so = shape(n)
+    if so is None or same_size(a.batch, a.seq):
+        return None
+    out = tuple(B if same_size(d, a.batch) else T if same_size(d, a.seq) else None for d in so)
+    return out if B in out or T in out else None
 
 
 def _column_slice(n: fx.Node, roles: dict, a) -> tuple | None:

@@ -300,6 +300,9 @@ class ReplayGraph:
             self.analysis: GraphAnalysis = analyze(gm)
             self.reason = self.analysis.reason
             self.per_row_layers = recurrent.per_row_layers(self.analysis) if self.reason is None else {}
+            stateful = recurrent.functorch_layer(gm, self.analysis) if self.reason is None else None
+            if stateful is not None:
+                raise Decline(stateful)
             if self.per_row_layers and opts.mode == "detach_prefix":
                 path, cls = next(iter(self.per_row_layers.items()))
                 # its shared positions would feed the branch tokens through a state autograd still sees, which
