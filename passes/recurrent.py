@@ -262,14 +262,21 @@ def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) ->
         except Exception as e:  # noqa: BLE001 - the model's own code, run on its own: a decline, not a crash
             return (f"layer `{path}` ({cls}) mixes tokens, and the causality probe could not run it alone "
                     f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-        scale = base.abs().max().clamp_min(1e-6)
         b, t = base.shape[0], base.shape[1]
+        # compared at real tokens only: a padded query's output is a padding artefact (a fully masked attention
+        # row may attend everywhere) that the packed step never computes
+        am = args[pos[a.attention_mask]] if a.attention_mask is not None else None
+        real = am[:, -t:].bool() if am is not None and am.shape[0] == b and am.shape[-1] >= t else \
+            torch.ones(b, t, dtype=torch.bool)
+        real = real.to(base.device).reshape(b, t, *([1] * (base.dim() - 2))).expand_as(base)
+        base = torch.where(real, base, 0.0)
+        scale = base.abs().max().clamp_min(1e-6)
         cut = max(1, t // 2)
         later = dict(values)
         for x in probes:
             later[x] = values[x].clone()
             later[x][:, cut:] = torch.randn(later[x][:, cut:].shape, generator=g).to(later[x])
-        err = (run(later)[:, :cut] - base[:, :cut]).abs().max() / scale
+        err = (torch.where(real, run(later), 0.0)[:, :cut] - base[:, :cut]).abs().max() / scale
         if err > 1e-3:
             return (f"layer `{path}` ({cls}) mixes tokens and is not causal per row: its output at columns before "
                     f"{cut} changed (by {err:.1e} of its largest value) when only later columns of its input "
@@ -279,7 +286,7 @@ def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) ->
             for x in probes:
                 other[x] = values[x].clone()
                 other[x][0] = torch.randn(other[x][0].shape, generator=g).to(other[x])
-            err = (run(other)[1:] - base[1:]).abs().max() / scale
+            err = (torch.where(real, run(other), 0.0)[1:] - base[1:]).abs().max() / scale
             if err > 1e-3:
                 return (f"layer `{path}` ({cls}) mixes the rows of the batch: its output for rows 1.. changed (by "
                         f"{err:.1e} of its largest value) when only row 0's input changed")

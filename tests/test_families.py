@@ -48,6 +48,10 @@ def test_every_family_is_packed_or_declined_with_a_reason(model_type):
     r = families.run_family(model_type, "flat", inner="aot_eager")
     if r["status"] in ("unbuildable", "eager_fails"):
         pytest.skip(f"{r['status']}: {r['reason']}")
+    if r["status"] == "crashed" and r["inner_alone"] not in (None, "ok"):
+        # the issue's bar: no crash that plain backend="aot_eager" does not raise too (torch 2.13's
+        # functionalization of Doge's and OLMo hybrid's views)
+        pytest.skip(f"aot_eager alone fails on {model_type} too: {r['inner_alone']}")
     assert r["status"] not in ("crashed", "wrong"), r
     if r["status"] == "declined":
         assert r["reason"], r
