@@ -275,3 +275,35 @@ def test_detach_prefix_with_window_equals_the_detached_eager_step():
     stats = replaycompile.last_stats()
     assert stats["applied"] and stats["shared_no_grad"] > 0 and stats["attention"] == "torch", stats
     assert_same_step(ref, got)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_chunk_positions_count_from_each_rows_first_real_token(split):
+    """The positions chunked attention reads (``rewrite.chunk_positions``): each packed token's column minus its
+    row's left padding, for the whole plan and for detach_prefix's shared and branch streams alike."""
+    from helpers import group_batch
+
+    from replaycompile.passes.rewrite import chunk_positions
+    from replaycompile.plan import build_plan, split_shared
+
+    ids, am, _, _ = group_batch(lens=(6, 2, 6, 5, 1))
+    am = am.clone()
+    ids2, am2 = ids.clone(), am.clone()
+    ids2[:, :3], am2[:, :3] = 0, 0  # a second group left-padded by 3
+    ids, am = torch.cat((ids, ids2)), torch.cat((am, am2))
+    plan = build_plan(ids, am)
+    T = ids.shape[1]
+    lead = (am.cumsum(1) == 0).sum(1)
+    if split:
+        sp = split_shared(plan)
+        streams = [(sp.columns_s, sp.gather_s), (sp.columns_r, sp.gather_r)]
+        every = [sp.gather_s, sp.gather_r]
+        scatter = sp.scatter_index
+    else:
+        streams, every, scatter = [(plan.columns, plan.gather_index)], [plan.gather_index], plan.scatter_index
+    got = []
+    for cols, gath in streams:
+        want = cols - lead[gath // T]
+        got.append(chunk_positions(cols, gath, scatter, every))
+        assert torch.equal(got[-1], want)
+    assert int(torch.cat(got).min()) == 0  # every row's first real token is position 0
