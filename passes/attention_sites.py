@@ -160,6 +160,7 @@ def _eager_site(node: fx.Node) -> AttentionSite | None:
             return None
         internal.add(probs)
         scores = probs.args[0]
+    masked = scores
     mask = None
     if op_name(scores) in {"add", "iadd"} and len(scores.args) == 2:
         internal.add(scores)
@@ -182,7 +183,65 @@ def _eager_site(node: fx.Node) -> AttentionSite | None:
         if dims != {2, 3}:
             return None
     internal.add(kt)
-    return AttentionSite(node, q, kt.args[0], node.args[1], scale, mask, False, internal, softcap, sinks)
+    site = AttentionSite(node, q, kt.args[0], node.args[1], scale, mask, False, internal, softcap, sinks)
+    return _rescaled_by_sinks(site, masked) if sinks is None else site
+
+
+def _strip(n, names=("to", "float", "type_as", "contiguous")):
+    """(n through dtype casts, the casts passed)."""
+    seen = []
+    while isinstance(n, fx.Node) and n.op == "call_method" and op_name(n) in names:
+        seen.append(n)
+        n = n.args[0]
+    return n, seen
+
+
+def _rescaled_by_sinks(site: AttentionSite, masked: fx.Node) -> AttentionSite:
+    """The site as ``out * sigmoid(logsumexp(masked scores) - sinks)`` (Granite's sliding-window attention with
+    sinks, written as a rescale after the softmax rather than GPT-OSS's extra column; the same function): the
+    site becomes that product, its sinks the per-head vector. Else the site as it is."""
+    users = [u for u in site.node.users]
+    casts = []
+    out = site.node
+    while len(users) == 1 and users[0].op == "call_method" and op_name(users[0]) in ("to", "float", "contiguous"):
+        casts.append(users[0])
+        out = users[0]
+        users = list(out.users)
+    if len(users) != 1 or op_name(users[0]) != "mul" or len(users[0].args) != 2:
+        return site
+    mul = users[0]
+    other = mul.args[1] if mul.args[0] is out else mul.args[0]
+    chain: list = []
+    x, seen = _strip(other)
+    chain += seen
+    if not (isinstance(x, fx.Node) and op_name(x) == "unsqueeze" and x.args[1:] in ((-1,), (3,))):
+        return site
+    chain.append(x)
+    x, seen = _strip(x.args[0])
+    chain += seen
+    if not (isinstance(x, fx.Node) and op_name(x) == "sigmoid"):
+        return site
+    chain.append(x)
+    x, seen = _strip(x.args[0])
+    chain += seen
+    if not (isinstance(x, fx.Node) and op_name(x) == "sub" and len(x.args) == 2):
+        return site
+    chain.append(x)
+    lse, sv = x.args
+    if not (isinstance(lse, fx.Node) and op_name(lse) == "logsumexp" and lse.args[0] is masked
+            and lse.kwargs.get("dim", lse.args[1] if len(lse.args) > 1 else None) in (-1, 3, [-1], (-1,))
+            and not lse.kwargs.get("keepdim", False)
+            and isinstance(sv, fx.Node) and op_name(sv) in ("view", "reshape")):
+        return site
+    sinks = sv.args[0]
+    if not (isinstance(sinks, fx.Node) and sinks.op == "placeholder" and shape(sinks) is not None
+            and len(shape(sinks)) == 1 and tuple(sv.args[1:]) in ((1, -1, 1), ((1, -1, 1),))):
+        return site
+    chain += [lse, sv]
+    if any(len(n.users) != 1 for n in chain if n is not lse) or len(lse.users) != 1:
+        return site
+    internal = set(site.internal) | {site.node} | set(casts) | set(chain)
+    return AttentionSite(mul, site.q, site.k, site.v, site.scale, site.mask, False, internal, site.softcap, sinks)
 
 
 def find_attention_sites(gm: fx.GraphModule) -> list:

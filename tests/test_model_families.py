@@ -9,7 +9,7 @@ another class, run on the prefix tree; multimodal rope's positions expanded to t
 layer's output scaled outside it), RecurrentGemma (a recurrence that carries its pads: declined, not wrong), BERT-style
 decoders (a position buffer sliced to T, a token-type buffer read at the positions, RoBERTa's positions counted
 from the ids), GPT-J (a rope table indexed at the positions), Falcon (a constant index list on the head axis), Megatron-BERT (a constant zeros((B, T)) of token types), RoFormer
-(positions as arange(0, T))."""
+(positions as arange(0, T)), Granite SWA (sinks as a rescale by sigmoid(lse - sinks) after the softmax)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ families = load_script("bench/families.py")
 
 
 @pytest.mark.parametrize("model_type", ["gpt2", "apertus", "ministral3", "ernie4_5_moe", "deepseek_v3", "glm4_moe",
-                                        "falcon_h1", "bert-generation", "bert", "roberta", "gptj", "falcon", "megatron-bert", "roformer"])
+                                        "falcon_h1", "bert-generation", "bert", "roberta", "gptj", "falcon", "megatron-bert", "roformer", "granite_swa"])
 def test_family_packs_exactly(model_type):
     """Packed (the stats say so), fewer tokens computed than in the batch, loss, logits and every gradient equal
     eager's; no layer left per row where the rules follow every op (a recurrent layer's the only exception)."""
