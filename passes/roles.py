@@ -728,8 +728,13 @@ def constant_table(n: fx.Node, a) -> tuple | None:
     so = shape(n)
     if so is None or same_size(a.batch, a.seq):
         return None
+    if any((u.target is operator.setitem or (op_name(u).endswith("_") and not op_name(u).startswith("_")))
+           and u.args and u.args[0] is n for u in n.users):
+        return None  # a buffer written in place (a scan's output filled column by column): not a constant
     out = tuple(B if same_size(d, a.batch) else T if same_size(d, a.seq) else None for d in so)
-    return out if B in out or T in out else None
+    # a sequence axis makes it a table of the tokens; a batch axis alone is a per-row state's zero start (a
+    # recurrence's ``zeros(B, heads, dk, dv)``), not a value of any token
+    return out if T in out else None
 
 
 def _column_slice(n: fx.Node, roles: dict, a) -> tuple | None:
