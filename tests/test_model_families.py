@@ -1,5 +1,6 @@
 """Issue 30's rules, one test per promise, on the families that needed them (tiny models from bench/families.py,
-``inner="aot_eager"``; the whole sweep, with inductor, is tests/test_families.py, marked slow).
+``inner="aot_eager"``; the sweeps are tests/test_families.py: the issue families under aot_eager marked slow (CI), the
+whole sweep and the issue families under inductor marked sweep).
 
 Each family here declined or was wrong before a rule about what an op does to the token axis: GPT-2 (token ids
 reshaped before the embedding, Conv1D's addmm), Llama 4 (ids moved with ``.to``, complex rope), Apertus (binary
