@@ -42,6 +42,7 @@ def test_family_packs_exactly(model_type):
         assert r["recurrent_per_row"], r
 
 
+@pytest.mark.slow
 def test_qwen3_5_gated_deltanet_runs_on_the_prefix_tree_under_inductor():
     """Qwen3.5's Gated DeltaNet (split projections, another class than Qwen3-Next's) runs as the tree-scan op with
     the default inner compiler, on a two-level tree; exact."""
