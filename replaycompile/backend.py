@@ -30,6 +30,7 @@ from replaycompile.passes.region import GraphAnalysis, analyze
 from replaycompile.passes.row_loops import fold_row_loops
 from replaycompile.passes.rewrite import PackedGraph, rewrite
 from replaycompile.passes.sink_slices import sink_slices
+from replaycompile.passes.weight_writes import hoist_weight_writes
 
 from replaycompile.kernels.tree_attention import calls_by_path, ran_since
 
@@ -292,7 +293,11 @@ class ReplayGraph:
         self._per_row_verified = False      # the layers computed per row passed recurrent.verify_per_row
         self._tree_scan_checked = False     # the tree-scan layers were held to their layers (verify_tree_scan)
         self._windows: dict | None = None   # the sliding windows the packed graphs were last rewritten with
+        # semantics-preserving: in-place writes to a weight's data (Gemma 3n's coefficient clamp) run before the
+        # graph, on every call, rather than inside it
+        self._prologue = None
         try:
+            self._prologue = hoist_weight_writes(gm)
             sink_slices(gm)  # semantics-preserving: the LM head after the loss's slice, not before it
             decompose_cross_entropy(gm)  # semantics-preserving: HF's labels loss as a masked log-prob gather
             fold_row_loops(gm)  # semantics-preserving: TRL's per-row logsumexp loop as one batched logsumexp
@@ -496,6 +501,9 @@ class ReplayGraph:
         return (self.masks.verifications if self.masks is not None else 0) + self._continued_verifications
 
     def __call__(self, *args):
+        if self._prologue is not None:
+            with torch.no_grad():
+                self._prologue(*args)
         if not self.candidate:
             return self._continue(args)
         if self.reason is not None:

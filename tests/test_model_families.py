@@ -10,7 +10,8 @@ another class, run on the prefix tree; multimodal rope's positions expanded to t
 layer's output scaled outside it), RecurrentGemma (a recurrence that carries its pads: declined, not wrong), BERT-style
 decoders (a position buffer sliced to T, a token-type buffer read at the positions, RoBERTa's positions counted
 from the ids), GPT-J (a rope table indexed at the positions), Falcon (a constant index list on the head axis), Megatron-BERT (a constant zeros((B, T)) of token types), RoFormer
-(positions as arange(0, T)), Granite SWA (sinks as a rescale by sigmoid(lse - sinks) after the softmax)."""
+(positions as arange(0, T)), Granite SWA (sinks as a rescale by sigmoid(lse - sinks) after the softmax), Gemma 3n (AltUp's per-token
+matmul, its coefficients' in-place clamp run before the graph)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ families = load_script("bench/families.py")
 
 
 @pytest.mark.parametrize("model_type", ["gpt2", "apertus", "ministral3", "ernie4_5_moe", "deepseek_v3", "glm4_moe",
-                                        "falcon_h1", "bert-generation", "bert", "roberta", "gptj", "falcon", "megatron-bert", "roformer", "granite_swa"])
+                                        "falcon_h1", "bert-generation", "bert", "roberta", "gptj", "falcon", "megatron-bert", "roformer", "granite_swa", "gemma3n_text"])
 def test_family_packs_exactly(model_type):
     """Packed (the stats say so), fewer tokens computed than in the batch, loss, logits and every gradient equal
     eager's; no layer left per row where the rules follow every op (a recurrent layer's the only exception)."""
@@ -103,6 +104,23 @@ def test_an_inplace_write_of_row_values_into_a_packed_tensor_declines():
     g.output(add)
     assert region._inplace_target(add) is out
     assert region._inplace_target(g.call_method("add", (out, rows))) is None
+
+
+def test_a_weight_clamped_in_place_inside_the_step_is_still_clamped():
+    """Gemma 3n clamps its AltUp coefficients' ``.data`` in place on every training forward: the write runs
+    before the graph (passes/weight_writes.py), so the step packs and the weight is clamped as eager clamps it."""
+    cfg = families.tiny_config("gemma3n_text")
+    model, _ = families.build_model(cfg)
+    coefs = model.model.layers[0].altup.prediction_coefs.weight
+    limit = model.config.altup_coef_clip
+    with torch.no_grad():
+        coefs[0, 0] = 5 * limit
+    before = torch._dynamo.utils.counters["replay"]["weight_writes_hoisted"]
+    step = torch.compile(families.grpo_step, backend="replay", options={"inner": "aot_eager"})
+    step(model, *families.group_batch())
+    assert coefs[0, 0].item() == limit
+    assert torch._dynamo.utils.counters["replay"]["weight_writes_hoisted"] > before
+    assert replaycompile.last_stats()["applied"]
 
 
 def test_a_layer_that_carries_its_pads_is_declined_not_wrong():
