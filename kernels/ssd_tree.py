@@ -17,7 +17,7 @@ from torch import Tensor
 
 from .ssd_reference import (Mamba2Dims, Mamba2Weights, _acc, gated_norm_out, mamba2_dims, mamba2_rows, mamba2_weights,
                             project, split_xbc, ssd_scan)
-from .tree_scan import TreeScanIndex, _index, _zero_row, backward_by_recompute
+from .tree_scan import TreeScanIndex, _index, _zero_row, backward_by_recompute, register_recompute_autograd
 
 __all__ = ["mamba2_tree", "mamba2_packed", "mamba2_tree_op"]
 
@@ -103,17 +103,4 @@ def _(grad, x, weights, scatter_index, gather_index, seg_q, n_groups, norm_group
     return [x.new_empty(x.shape)] + [w.new_empty(w.shape) for w in weights]
 
 
-def _setup_context(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0], *inputs[1], *inputs[2:5])
-    ctx.sizes = inputs[5:]
-    ctx.n_weights = len(inputs[1])
-
-
-def _backward(ctx, grad):
-    saved = ctx.saved_tensors
-    x, weights, (scat, gath, seg) = saved[0], list(saved[1:1 + ctx.n_weights]), saved[1 + ctx.n_weights:]
-    grads = mamba2_tree_backward(grad, x, weights, scat, gath, seg, *ctx.sizes)
-    return (grads[0], grads[1:]) + (None,) * (3 + len(ctx.sizes))
-
-
-mamba2_tree_op.register_autograd(_backward, setup_context=_setup_context)
+register_recompute_autograd(mamba2_tree_op, mamba2_tree_backward)

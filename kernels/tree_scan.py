@@ -249,17 +249,21 @@ def _(grad, x, weights, scatter_index, gather_index, seg_q, num_k_heads, head_k_
     return [x.new_empty(x.shape)] + [w.new_empty(w.shape) for w in weights]
 
 
-def _setup_context(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0], *inputs[1], *inputs[2:5])
-    ctx.sizes = inputs[5:]
-    ctx.n_weights = len(inputs[1])
+def register_recompute_autograd(op, backward_op) -> None:
+    """``op(x, weights, scatter_index, gather_index, seg_q, *sizes)``'s autograd: save its tensors, and call
+    ``backward_op(grad, x, weights, scatter_index, gather_index, seg_q, *sizes)`` (the tree-scan ops share it)."""
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0], *inputs[1], *inputs[2:5])
+        ctx.sizes = inputs[5:]
+        ctx.n_weights = len(inputs[1])
+
+    def backward(ctx, grad):
+        saved = ctx.saved_tensors
+        x, weights, index = saved[0], list(saved[1:1 + ctx.n_weights]), saved[1 + ctx.n_weights:]
+        grads = backward_op(grad, x, weights, *index, *ctx.sizes)
+        return (grads[0], grads[1:]) + (None,) * (3 + len(ctx.sizes))
+
+    op.register_autograd(backward, setup_context=setup_context)
 
 
-def _backward(ctx, grad):
-    saved = ctx.saved_tensors
-    x, weights, (scat, gath, seg) = saved[0], list(saved[1:1 + ctx.n_weights]), saved[1 + ctx.n_weights:]
-    grads = gated_deltanet_tree_backward(grad, x, weights, scat, gath, seg, *ctx.sizes)
-    return grads[0], grads[1:], None, None, None, None, None, None
-
-
-gated_deltanet_tree_op.register_autograd(_backward, setup_context=_setup_context)
+register_recompute_autograd(gated_deltanet_tree_op, gated_deltanet_tree_backward)
