@@ -92,7 +92,7 @@ _SIZES: dict[str, Any] = {
     # multi-head latent attention
     "q_lora_rank": 32, "kv_lora_rank": 32, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16,
     # DeepSeek sparse attention's lightning indexer
-    "index_topk": INDEX_TOPK, "index_head_dim": 16, "index_n_heads": 2, "indexer_kv_heads": 1,
+    "index_topk": INDEX_TOPK, "index_head_dim": 16, "index_n_heads": 8, "indexer_kv_heads": 1,
     # linear attention (Gated DeltaNet, KDA, ...)
     "linear_conv_kernel_dim": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 16, "linear_num_key_heads": 2,
     "linear_head_dim": 16, "linear_num_heads": 2,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx as fx
 
+from . import key_selection
 from .nodes import (DROPOUT, EXPAND_NAMES, MATMUL, SDPA, VIEW_NAMES, Decline, dim_arg, node_desc, op_name,
                     same_size, shape)
 
@@ -29,6 +30,9 @@ class AttentionSite:
     internal: set = field(default_factory=set)  # eager pattern nodes replaced by the site
     softcap: float = 0.0          # scores c * tanh(s / c) before the mask (Gemma 2), 0: none
     sinks: fx.Node | None = None  # per-head sink logits [Hq] joining the softmax (GPT-OSS), None: none
+    # the mask narrowed to each query's top-k keys (key_selection.KeySelection; ``mask`` is then the causal
+    # mask it narrows), None: none
+    selection: object = None
 
 
 def _sdpa_site(node: fx.Node) -> AttentionSite:
@@ -255,5 +259,6 @@ def find_attention_sites(gm: fx.GraphModule) -> list:
             site = _eager_site(node)
             if site is not None:
                 sites.append(site)
+    key_selection.find_all(sites)
     return sites
 

@@ -28,7 +28,7 @@ import torch
 import torch.fx as fx
 
 from .attention_sites import find_attention_sites
-from . import recurrent
+from . import key_selection, recurrent
 from .cross_entropy import REFINABLE
 from .nodes import (EMBEDDING, VIEW_NAMES, B, BT, Decline, Kind, NotCandidate, T, count, is_symint_node,
                     node_desc, op_name, same_size, shape, val)
@@ -179,7 +179,8 @@ def _mask_only_nodes(gm: fx.GraphModule, sites: list) -> set:
     """Nodes whose every use leads only into attention masks (dropped once the mask is verified)."""
     sinks = {s.mask for s in sites if isinstance(s.mask, fx.Node)}
     site_nodes = {s.node for s in sites}
-    internal = set().union(*[s.internal for s in sites]) if sites else set()
+    internal = set().union(*[s.internal for s in sites],
+                           *[s.selection.nodes for s in sites if s.selection is not None])
     only: set = set()
     for n in reversed(list(gm.graph.nodes)):
         if n.op in ("placeholder", "output"):
@@ -280,7 +281,8 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
                      "the graph has no attention, so there is no shared prefix to compute once")
     a.attention = sites
     by_node = {s.node: s for s in sites}
-    internal = set().union(*[s.internal for s in sites])
+    internal = set().union(*[s.internal for s in sites],
+                           *[s.selection.nodes for s in sites if s.selection is not None])
     mask_only = _mask_only_nodes(gm, sites)
     roles, kind, space = a.roles, a.kind, a.space
     first_boundary: dict = {}  # row node -> the earliest boundary reason among its packed ancestors
@@ -361,6 +363,11 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
             if s.sinks is not None and (kind.get(s.sinks) != Kind.ROW or any(roles.get(s.sinks) or (None,))):
                 raise Decline(f"attention {node_desc(n)} has sink logits `{s.sinks.name}` that depend on the "
                               "batch or the tokens (a per-head vector of weights is expected)")
+            if s.selection is not None:
+                why = key_selection.check(s.selection, a, is_packed)
+                if why is not None:
+                    raise Decline(f"attention {node_desc(n)} reads only each query's top-k keys, by scores that are "
+                                  f"not a function of the query's and the key's tokens alone: {why}")
             kind[n], roles[n], space[n] = Kind.PACKED, roles[s.q][:3] + (None,), 0
             continue
         # roles of the output, from the op

@@ -26,6 +26,7 @@ from replaycompile.kernels.block_sparse_attention import default_blocks
 import replaycompile.kernels.ssd_tree  # noqa: F401 - registers replaycompile::mamba2_tree
 import replaycompile.kernels.tree_scan  # noqa: F401 - registers replaycompile::gated_deltanet_tree
 
+from . import key_selection
 from .loss_weights import keep_positions, space_weights
 from .nodes import LINEAR, B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
 from .region import GraphAnalysis, is_expand, is_reshape, packed_reshape
@@ -272,6 +273,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     sel, sel_space = {}, None
     if prune and not detach_prefix and blocks is None:
         excluded = set(scan_sites) | scan_inside | set(windows or {}) | set(a.token_index) | \
+            {s.node for s in a.attention if s.selection is not None} | \
             set(a.inverse_aranges) | set(a.sorted_keys) | set(a.segments)
         sel, sel_space = selected_only(a, sites, excluded)
     if sel:
@@ -287,6 +289,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                           g.placeholder(f"rc_pairs{i}_rows_{st.name}")) for st in streams]
         extra.append(("pairs", a.space[h]))
     detached: dict = {}
+    selection_env: dict = {}  # key-selection nodes emitted on the packed tokens (sites may share them)
 
     def full(x, sp):
         """A packed node's values on all packed tokens of its space (streams concatenated)."""
@@ -442,6 +445,23 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 while tail and tail[-1] in (None, 0, 0.0):  # defaults left out, as before sinks and softcap
                     tail = tail[:-1]
                 return tail
+            if s.selection is not None:
+                # top-k keys per query: the selection's mask on the packed tokens, then dense attention with it
+                assert not detach_prefix, "declined by the backend"
+                st = streams[0]
+                cols = plan["columns"] if window > 0 else g.call_function(
+                    chunk_positions, (plan["columns"], plan["gather_index"], plan["scatter_index"],
+                                      [plan["gather_index"]])) if window < 0 else None
+                m = val(s.selection.base)
+                vis = g.call_function(key_selection.visibility, (plan["subtree_end"], cols, window, m.dim(), m.dtype))
+                mask = key_selection.emit(g, s.selection, vis, st.n_tok[0], lambda x, st=st: get_packed(x, 0, st),
+                                          get_row, selection_env)
+                q, kk, v = (st.env[x] for x in (s.q, s.k, s.v))
+                gqa = int(shape(s.q)[1]) != int(shape(s.k)[1]) if all(
+                    isinstance(shape(x)[1], int) for x in (s.q, s.k)) else True
+                st.env[n] = g.call_function(torch.nn.functional.scaled_dot_product_attention, (q, kk, v),
+                                            {"attn_mask": mask, "scale": s.scale, "enable_gqa": gqa})
+                continue
             if detach_prefix:
                 # keys and values before GQA's repeat_kv where the model repeats them (the op reads kv head
                 # h // (Hq / Hkv) itself): the branch backward saves the shared K/V once, not once per query head
