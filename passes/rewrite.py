@@ -576,6 +576,8 @@ def _count_rewrites(gm: fx.GraphModule) -> None:
     calls = [n.target for n in gm.graph.nodes if n.op == "call_function"]
     count("packed_graphs")
     count("attention_sites_rewritten", calls.count(_TREE_ATTENTION))
+    # attentions narrowed to top-k keys per query (passes/key_selection.py): dense attention on the packed tokens
+    count("attention_sites_key_selection", calls.count(torch.nn.functional.scaled_dot_product_attention))
     count("replays_inserted", calls.count(ops.replay))
     count("vocab_gathers", calls.count(ops.replay_gather) + calls.count(ops.replay_log_softmax_gather))
     count("vocab_gathers_log_softmax_fused", calls.count(ops.replay_log_softmax_gather))

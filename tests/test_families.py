@@ -28,12 +28,8 @@ def test_tiny_config_of_each_issue_family(model_type):
 
 
 # Issue families that still decline, each with the reason it gives (a test fails when one starts to pack, so this
-# list is kept true): DeepSeek-V3.2's and GLM-5's DSA indexer picks each query's top-k keys from the activations
-# (a mask the check cannot verify; a tree indexer is not built yet).
-KNOWN_DECLINES = {
-    "deepseek_v32": "not causal-with-padding",
-    "glm_moe_dsa": "not causal-with-padding",
-}
+# list is kept true): none since the DSA indexer packs (passes/key_selection.py).
+KNOWN_DECLINES: dict = {}
 
 
 @pytest.mark.sweep
