@@ -298,13 +298,14 @@ def find_all(sites: list) -> None:
     for s in sites:
         sel = find(s.mask) if isinstance(s.mask, fx.Node) else None
         if sel is not None:
-            if s.softcap or s.sinks is not None:
-                raise Decline(f"attention {node_desc(s.node)} selects its keys (top-k) and has softcapping or sinks")
             s.selection, s.mask = sel, sel.base
     inside = set().union(*[s.selection.nodes for s in sites if s.selection is not None])
-    finals = {s.selection.final: s.node for s in sites if s.selection is not None}
+    readers: dict = {}  # a selection's final mask -> the attention nodes that read it (an eager site's add)
+    for s in sites:
+        if s.selection is not None:
+            readers.setdefault(s.selection.final, set()).update({s.node} | set(s.internal))
     for n in inside:
-        outside = [u for u in n.users if u not in inside and finals.get(n) is not u]
+        outside = [u for u in n.users if u not in inside and u not in readers.get(n, ())]
         if outside:
             raise Decline(f"{node_desc(n)} is part of an attention's top-k key selection and also read by "
                           f"{node_desc(outside[0])}")
@@ -320,6 +321,27 @@ def visibility(subtree_end, positions, window: int, like_ndim: int, dtype: torch
     if dtype == torch.bool:
         return vis
     return torch.zeros(vis.shape, dtype=dtype, device=vis.device).masked_fill(~vis, torch.finfo(dtype).min)
+
+
+def dense_attention(q, k, v, mask, scale: float, softcap: float = 0.0, sinks=None):
+    """Attention of packed queries [1, Hq, N, D] over packed keys with a dense ``mask`` (bool, or additive),
+    Gemma 2's softcapping and GPT-OSS's per-head sink logits [Hq] (a column joining the softmax, dropped after
+    it): HF's eager attention, with the scores and the softmax in float32 (at least)."""
+    g = q.shape[1] // k.shape[1]
+    if g > 1:
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    cdt = torch.promote_types(q.dtype, torch.float32)
+    scores = (q.to(cdt) @ k.to(cdt).transpose(-1, -2)) * scale
+    if softcap:
+        scores = softcap * torch.tanh(scores / softcap)
+    scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.to(cdt)
+    if sinks is not None:
+        sink = sinks.to(cdt).reshape(1, -1, 1, 1).expand(*scores.shape[:3], 1)
+        scores = torch.cat([scores, sink], dim=-1)
+    probs = torch.softmax(scores, dim=-1)
+    if sinks is not None:
+        probs = probs[..., :-1]
+    return (probs @ v.to(cdt)).to(q.dtype)
 
 
 def emit(g: fx.Graph, sel: KeySelection, vis: fx.Node, n_tok, leaf, row, env: dict) -> fx.Node:

@@ -457,6 +457,10 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 mask = key_selection.emit(g, s.selection, vis, st.n_tok[0], lambda x, st=st: get_packed(x, 0, st),
                                           get_row, selection_env)
                 q, kk, v = (st.env[x] for x in (s.q, s.k, s.v))
+                if s.softcap or s.sinks is not None:
+                    st.env[n] = g.call_function(key_selection.dense_attention,
+                                                (q, kk, v, mask, s.scale, s.softcap, get_row(s.sinks)))
+                    continue
                 gqa = int(shape(s.q)[1]) != int(shape(s.k)[1]) if all(
                     isinstance(shape(x)[1], int) for x in (s.q, s.k)) else True
                 st.env[n] = g.call_function(torch.nn.functional.scaled_dot_product_attention, (q, kk, v),
@@ -577,7 +581,8 @@ def _count_rewrites(gm: fx.GraphModule) -> None:
     count("packed_graphs")
     count("attention_sites_rewritten", calls.count(_TREE_ATTENTION))
     # attentions narrowed to top-k keys per query (passes/key_selection.py): dense attention on the packed tokens
-    count("attention_sites_key_selection", calls.count(torch.nn.functional.scaled_dot_product_attention))
+    count("attention_sites_key_selection", calls.count(torch.nn.functional.scaled_dot_product_attention) +
+          calls.count(key_selection.dense_attention))
     count("replays_inserted", calls.count(ops.replay))
     count("vocab_gathers", calls.count(ops.replay_gather) + calls.count(ops.replay_log_softmax_gather))
     count("vocab_gathers_log_softmax_fused", calls.count(ops.replay_log_softmax_gather))

@@ -308,6 +308,10 @@ class ReplayGraph:
             stateful = recurrent.functorch_layer(gm, self.analysis) if self.reason is None else None
             if stateful is not None:
                 raise Decline(stateful)
+            selecting = [x for x in self.analysis.attention if x.selection is not None] if self.reason is None else []
+            if selecting and opts.mode == "detach_prefix":
+                raise Decline(f"attention `{selecting[0].node.name}` reads only each query's top-k keys (a sparse "
+                              f"indexer), which mode='detach_prefix' does not support; use mode='exact'")
             if self.per_row_layers and opts.mode == "detach_prefix":
                 path, cls = next(iter(self.per_row_layers.items()))
                 # its shared positions would feed the branch tokens through a state autograd still sees, which

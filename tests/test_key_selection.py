@@ -18,12 +18,12 @@ families = load_script("bench/families.py")
 COUNTER = "attention_sites_key_selection"
 
 
-def _model(model_type, **overrides):
+def _model(model_type, impl="sdpa", **overrides):
     cfg = families.tiny_config(model_type)
     for k, v in overrides.items():
         setattr(cfg, k, v)
-    model, impl = families.build_model(cfg)
-    assert impl == "sdpa"
+    model, got = families.build_model(cfg)
+    assert got == impl
     return model
 
 
@@ -48,6 +48,35 @@ def test_deepseek_v32_top_k_attention_is_packed_exactly(layout):
     assert selected == model.config.num_hidden_layers, selected
     assert st["tokens_computed"] == unique_prefix_tokens(batch[0], batch[1]) < st["tokens_in"], st
     assert_same_step(ref, got)
+
+
+def test_hy_v4_eager_attention_with_sinks_and_an_additive_mask_is_packed_exactly():
+    """Hunyuan V4: HF's eager attention (sink logits joining the softmax) with a float additive mask narrowed by
+    ``masked_fill``: the selection on the packed tokens feeds ``dense_attention``."""
+    model = _model("hy_v4", impl="eager")
+    ref, got, st, selected = _step(model, group_batch())
+    assert st["applied"], st
+    assert selected >= 1, selected
+    assert_same_step(ref, got)
+
+
+@pytest.mark.parametrize("softcap, sinks, groups", [(0.0, False, 1), (5.0, False, 2), (0.0, True, 2)])
+def test_dense_attention_with_the_tree_mask_is_tree_attention(softcap, sinks, groups):
+    """``dense_attention`` (the packed attention of a key selection) with the tree's visibility as its mask is the
+    tree attention's reference, softcapping, sinks and grouped keys included; additive or bool mask alike."""
+    from replaycompile.kernels.tree_attention_reference import tree_attention_reference
+
+    g = torch.Generator().manual_seed(0)
+    n, hkv, d = 11, 2, 8
+    q = torch.randn(1, hkv * groups, n, d, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(1, hkv, n, d, generator=g, dtype=torch.float64) for _ in range(2))
+    subtree_end = torch.tensor([11, 5, 5, 5, 5, 11, 8, 8, 11, 11, 11])
+    sink = torch.randn(hkv * groups, generator=g, dtype=torch.float64) if sinks else None
+    want, _ = tree_attention_reference(q, k, v, subtree_end, 0.3, softcap=softcap, sinks=sink)
+    for dtype in (torch.bool, torch.float64):
+        mask = key_selection.visibility(subtree_end, None, 0, 4, dtype)
+        got = key_selection.dense_attention(q, k, v, mask, 0.3, softcap, sink)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
 def test_glm5_layer_reusing_the_previous_top_k_is_packed_exactly():
