@@ -62,15 +62,21 @@ def _cls_name(cls) -> str:
     return getattr(cls, "__name__", str(cls))
 
 
-def sublayer(n: fx.Node) -> tuple[str, type] | None:
-    """(module path, class) of the sub-layer of a decoder layer that traced ``n``: the module right below the
-    first element of a module list in its stack (``model.layers.3.linear_attn``, ``model.layers.3.mixer``,
-    ``model.layers.3.conv``), whatever its class is called; None for a node outside any such module."""
+def sublayers(n: fx.Node) -> list:
+    """(module path, class) of each module below the first element of a module list in ``n``'s stack, outermost
+    first (``model.layers.3.self_attn``, then ``model.layers.3.self_attn.k_sconv``): the sub-layers of a decoder
+    layer that traced ``n``, whatever their classes are called; [] for a node outside any such module."""
     stack = _stack(n)
     for i, (path, _) in enumerate(stack[:-1]):
         if re.search(r"\.\d+$", path):
-            return stack[i + 1]
-    return None
+            return stack[i + 1:]
+    return []
+
+
+def sublayer(n: fx.Node) -> tuple[str, type] | None:
+    """The outermost of ``sublayers(n)`` (``model.layers.3.linear_attn``, ``model.layers.3.mixer``), or None."""
+    subs = sublayers(n)
+    return subs[0] if subs else None
 
 
 def layer_of(n: fx.Node, paths) -> tuple[str, str] | None:
@@ -96,11 +102,14 @@ def layer_reason(n: fx.Node, why: str, a) -> str | None:
     recurrent scan, a short causal convolution, whatever the layer's class): the layer becomes a candidate to be
     computed per row (``a.mixers``, read by ``region.analyze``, which analyses again with it per row) and the
     reason names it. None for a node outside such a layer."""
-    sub = sublayer(n)
-    if sub is None:
-        return None
-    path, cls = sub
-    if path in a.per_row_modules or any(layer_of(s.node, {path}) for s in a.attention):
+    # the outermost sub-layer without an attention: the layer's mixer, or a convolution inside an attention
+    # module (Inkling's short convolutions of the keys and values)
+    for path, cls in sublayers(n):
+        if path in a.per_row_modules:
+            return None
+        if not any(layer_of(s.node, {path}) for s in a.attention):
+            break
+    else:
         return None
     a.mixers[path] = cls
     a.mixer_reasons.setdefault(path, f"{_desc(n)}: {why}")
@@ -113,8 +122,8 @@ def same_class_sublayers(gm: fx.GraphModule, classes) -> dict:
     ``classes``: a decoder stack repeats its layer kinds, so one analysis finds them all."""
     out = {}
     for n in gm.graph.nodes:
-        sub = sublayer(n)
-        if sub is not None and sub[1] in classes:
+        sub = next(((p, c) for p, c in sublayers(n) if c in classes), None)
+        if sub is not None:
             out[sub[0]] = _cls_name(sub[1])
     return out
 

@@ -328,6 +328,12 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
                               f"per-expert counts) is an output of the graph, with no [batch, seq] layout")
             continue
         if n in mask_only:
+            data = [x for x in n.all_input_nodes if is_packed(x) or x in replayed]
+            if data:
+                # a score bias computed from the hidden states (Inkling's relative logits): the mask check
+                # evaluates masks from the inputs alone and cannot stand for it
+                raise Decline(f"{node_desc(n)} builds an attention's mask or score bias from the activations "
+                              f"(`{data[0].name}`), which the mask check cannot verify as causal-with-padding")
             kind[n] = Kind.MASK
             continue
         if n.args and is_packed(n.args[0]) and op_name(n) in ("size", "sym_size", "dim", "stride") and \
@@ -351,14 +357,16 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         packed_ins = [x for x in ins if is_packed(x)]
         if n in by_node:
             s = by_node[n]
-            bad = [x for x in (s.q, s.k, s.v) if not is_packed(x)]
+            # a gatherable input (a per-row layer's output, as Inkling's convolved values) is read at the packed
+            # tokens like the token inputs
+            bad = [x for x in (s.q, s.k, s.v) if not is_packed(x) and x not in a.tokenfn]
             if bad:
                 why = next((first_boundary[x] for x in bad if x in first_boundary), None)
                 raise Decline(why or f"attention {node_desc(n)} has inputs that are not per-token")
             if any(roles.get(x) is None or len(roles[x]) != 4 or roles[x][2] != T or roles[x][0] not in (B, None)
                    for x in (s.q, s.k, s.v)):
                 raise Decline(f"attention {node_desc(n)} does not take [batch, heads, seq, dim] inputs")
-            if len({space[x] for x in (s.q, s.k, s.v)}) != 1 or space[s.q] != 0:
+            if len({space.get(x, 0) for x in (s.q, s.k, s.v)}) != 1 or space.get(s.q, 0) != 0:
                 raise Decline(f"attention {node_desc(n)} mixes sliced and whole sequences")
             if s.sinks is not None and (kind.get(s.sinks) != Kind.ROW or any(roles.get(s.sinks) or (None,))):
                 raise Decline(f"attention {node_desc(n)} has sink logits `{s.sinks.name}` that depend on the "

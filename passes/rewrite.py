@@ -421,7 +421,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 tail = (None, 0, s.softcap, sinks) if sinks is not None else (None, 0, s.softcap) if s.softcap \
                     else ()
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
-                                      (to_selected(s.q, st), st.env[s.k], st.env[s.v], no_subtree_sel, *qseg,
+                                      (to_selected(s.q, st), get_packed(s.k, 0, st), get_packed(s.v, 0, st),
+                                       no_subtree_sel, *qseg,
                                        s.scale, [], 0, 0) + tail)
                 st.env[n] = g.call_function(operator.getitem, (res, 0))
             else:
@@ -456,7 +457,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 vis = g.call_function(key_selection.visibility, (plan["subtree_end"], cols, window, m.dim(), m.dtype))
                 mask = key_selection.emit(g, s.selection, vis, st.n_tok[0], lambda x, st=st: get_packed(x, 0, st),
                                           get_row, selection_env)
-                q, kk, v = (st.env[x] for x in (s.q, s.k, s.v))
+                q, kk, v = (get_packed(x, 0, st) for x in (s.q, s.k, s.v))
                 if s.softcap or s.sinks is not None:
                     st.env[n] = g.call_function(key_selection.dense_attention,
                                                 (q, kk, v, mask, s.scale, s.softcap, get_row(s.sinks)))
@@ -489,7 +490,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
                 continue
             st = streams[0]
-            q, kk, v = (st.env[x] for x in (s.q, s.k, s.v))
+            q, kk, v = (get_packed(x, 0, st) for x in (s.q, s.k, s.v))
             res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                   (q, kk, v, plan["subtree_end"], plan["seg_q"], plan["seg_kv_ptr"],
                                    plan["kv_ranges"], s.scale, layout, block_q, block_k)

@@ -35,3 +35,38 @@ def replay_graphs(monkeypatch):
     from helpers import instances_of
 
     return instances_of(monkeypatch, backend.ReplayGraph)
+
+
+# Cases of the default run that took 10 s or more on CI's 2-core machine (its log of 2026-12-05; the default run was
+# 1008-1106 s, over the ~15 minutes the suite aims at): run with the slow ones (``-m slow``, which CI runs too).
+# Listed by id here rather than marked at each parametrization, so the list is the measurement's, in one place.
+SLOW_BY_MEASUREMENT = {
+    "tests/test_bench_harness.py::test_bench_quick_end_to_end",
+    "tests/test_model_families.py::test_a_weight_clamped_in_place_inside_the_step_is_still_clamped",
+    "tests/test_model_families.py::test_family_packs_exactly[gemma3n_text]",
+    "tests/test_model_families.py::test_family_packs_exactly[deepseek_v3]",
+    "tests/test_model_families.py::test_llama4_chunked_attention_is_packed_exactly[flat]",
+    "tests/test_trl.py::test_grpo_steps_equal_trl[None]",
+    "tests/test_trl.py::test_group_placement_keeps_gradients_and_packs_more",
+    "tests/test_trl.py::test_peft_lora_steps_equal_trl",
+    "tests/test_trl.py::test_grpo_steps_equal_trl[grpo]",
+    "tests/test_trl.py::test_rloo_steps_equal_trl",
+    "tests/test_loss_weights.py::test_masked_loss_drops_the_zero_weight_positions[tree-chunked]",
+    "tests/test_loss_weights.py::test_hf_labels_loss_runs_the_head_on_the_labelled_tokens[group]",
+    "tests/test_loss_weights.py::test_masked_loss_drops_the_zero_weight_positions[group-plain]",
+    "tests/test_loss_weights.py::test_chunked_and_plain_heads_compute_the_same_rows[tree]",
+    "tests/test_loss_weights.py::test_chunked_and_plain_heads_compute_the_same_rows[group]",
+    "tests/test_loss_weights.py::test_trl_selective_log_softmax_loop_is_folded",
+    "tests/test_moe.py::test_moe_group_step_is_exact[qwen3_moe-sdpa]",
+    "tests/test_moe.py::test_moe_two_level_tree_is_exact[qwen3_moe-sdpa]",
+    "tests/test_chunked_lm_head.py::test_auto_chunks_only_large_logits",
+    "tests/test_selected_tokens.py::test_values_read_at_every_token_stay_on_every_token",
+    "tests/test_continuation.py::test_a_plan_made_without_the_padding_mask_is_made_again_from_the_next_graphs_mask",
+    "tests/test_key_selection.py::test_deepseek_v32_top_k_attention_is_packed_exactly[flat]",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid in SLOW_BY_MEASUREMENT:
+            item.add_marker(pytest.mark.slow)

@@ -281,7 +281,16 @@ def test_random_rollout_trees_are_exact(mode, float64_scan):
         else:
             assert not st["applied"] and "min_shared_tokens" in st["fallback_reason"], st["fallback_reason"]
         torch.testing.assert_close(got[0][valid], ref[0][valid], rtol=1e-5, atol=1e-7)
-        assert_same_step((torch.zeros(()), ref[1]), (torch.zeros(()), got[1]))
+        # the decay's parameters enter through ``-A_log.float().exp() * softplus(a.float() + dt_bias)`` (the
+        # layer's own float32 cast, in a float64 model too): their gradients are float32 sums of terms of both
+        # signs, which a changed summation order moves by ~1e-5 relative (CI met 1.5e-5 on dt_bias); float32's
+        # bound for them, every other gradient at 1e-5 (float64)
+        decay = {k for k in ref[1] if k.endswith(("A_log", "dt_bias"))}
+        assert decay, sorted(ref[1])
+        assert_same_step((torch.zeros(()), {k: v for k, v in ref[1].items() if k not in decay}),
+                         (torch.zeros(()), {k: v for k, v in got[1].items() if k not in decay}))
+        assert_same_step((torch.zeros(()), {k: ref[1][k] for k in decay}),
+                         (torch.zeros(()), {k: got[1][k] for k in decay}), rtol=1e-4)
 
     check()
     assert applied, "no example was packed: the property checked nothing"
