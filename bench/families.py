@@ -793,7 +793,7 @@ def type_counts(results: list[dict]) -> str:
     buildable = sum(n for k, n in st.items() if k not in ("unbuildable", "eager_fails"))
     pct = 100.0 * st["packed"] / buildable if buildable else 0.0
     return (f"{len(verdicts)} causal-LM types; {buildable} buildable (a tiny model builds and its eager step runs); "
-            f"packed and exact in every layout: {st['packed']} of {buildable} ({pct:.0f}%); declined (exact, "
+            f"packed and exact in every layout: {st['packed']} of {buildable} ({pct:.1f}%); declined (exact, "
             f"with a reason): {st['declined']}; wrong: {st['wrong']}; crashed: {st['crashed']}; unbuildable: "
             f"{st['unbuildable']}; eager fails: {st['eager_fails']}")
 
