@@ -57,6 +57,16 @@ def tree_attention_reference(
     if softcap <= 0 and sinks is None:
         # every query sees at least itself, so the general masked reference never meets an empty row here
         return masked_attention_reference(q, k, v, mask[None], scale)
+    return dense_attention_reference(q, k, v, mask, scale, softcap, sinks)
+
+
+def dense_attention_reference(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: float, softcap: float = 0.0, sinks: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Attention under a dense ``mask`` [.., N, N] (bool: True where visible; or additive, 0 / very negative),
+    with Gemma 2's softcapping and GPT-OSS's per-head sink logits [Hq] (a column joining every query's softmax,
+    dropped after it). Shapes, dtypes and returns as ``tree_attention_reference``, which is this with the tree's
+    visibility as the mask; the key selection's packed attention (passes/key_selection.py) runs it with its own."""
     g = q.shape[1] // k.shape[1]
     cdt = torch.promote_types(q.dtype, torch.float32)
     kf = k.to(cdt).repeat_interleave(g, dim=1)
@@ -64,7 +74,8 @@ def tree_attention_reference(
     scores = (q.to(cdt) @ kf.transpose(-1, -2)) * scale
     if softcap > 0:
         scores = softcap * torch.tanh(scores / softcap)
-    scores = scores.masked_fill(~mask.to(q.device), float("-inf"))
+    mask = mask.to(q.device)
+    scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.to(cdt)
     if sinks is not None:
         # the sink column joins every query's softmax and is dropped after it (as HF's GPT-OSS eager attention)
         sink = sinks.to(cdt).reshape(1, -1, 1, 1).expand(*scores.shape[:3], 1)

@@ -29,7 +29,7 @@ import torch.fx as fx
 
 from replaycompile.kernels.tree_attention_reference import tree_visibility_mask
 
-from .nodes import MATMUL, B, T, Decline, node_desc, op_name, same_size, shape, val
+from .nodes import MATMUL, B, T, Decline, node_desc, op_name, same_size, shape, upstream, val
 
 _AND = {"and_", "__and__", "logical_and", "bitwise_and"}
 _FILL = {"new_ones": True, "new_zeros": False}
@@ -50,8 +50,8 @@ class KeySelection:
     base: fx.Node                  # M: the causal-with-padding mask the selection narrows
     topk: fx.Node
     scores: fx.Node                # S: the pair scores, before M masks them
-    nodes: set                     # every node from the leaves (exclusive) to ``final`` (inclusive)
-    views: set                     # nodes of ``nodes`` that view M (re-emitted on the tree's visibility)
+    nodes: set                     # every node from the leaves (exclusive) to ``final`` (inclusive); M's
+                                   # views among them are re-emitted on the tree's visibility
     leaves: list                   # the per-token values S reads (outside ``nodes``)
     pair: set = field(default_factory=set)      # the nodes of S's computation (S included)
     fills: dict = field(default_factory=dict)   # FILL node -> its shape's tags ('B', 'Q', 'K' or None)
@@ -63,21 +63,12 @@ def _is_bool(n) -> bool:
     return isinstance(v, torch.Tensor) and v.dtype == torch.bool
 
 
-def _upstream_has(n: fx.Node, pred) -> bool:
-    seen, todo = set(), [n]
-    while todo:
-        x = todo.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        if pred(x):
-            return True
-        todo.extend(x.all_input_nodes)
-    return False
-
-
 def _is_topk(x: fx.Node) -> bool:
     return x.op in ("call_method", "call_function") and op_name(x) == "topk"
+
+
+def _reads_topk(x: fx.Node) -> bool:
+    return any(_is_topk(y) for y in upstream([x]))
 
 
 def _view_chain(x, base: fx.Node) -> list | None:
@@ -115,12 +106,12 @@ def _last_dim(n: fx.Node, d) -> bool:
 
 def find(mask: fx.Node) -> KeySelection | None:
     """The key selection at an attention whose mask is ``mask``, or None if the mask is not of that form."""
-    if not isinstance(mask, fx.Node) or not _upstream_has(mask, _is_topk):
+    if not isinstance(mask, fx.Node) or not _reads_topk(mask):
         return None
     name = op_name(mask)
     if name in _AND and len(mask.args) == 2:
         a, b = mask.args
-        sel, base = (a, b) if isinstance(a, fx.Node) and _upstream_has(a, _is_topk) else (b, a)
+        sel, base = (a, b) if isinstance(a, fx.Node) and _reads_topk(a) else (b, a)
         hidden = isinstance(sel, fx.Node) and op_name(sel) == "invert"
         picked = sel.args[0] if hidden else sel
         combine = [mask] + ([sel] if hidden else [])
@@ -133,7 +124,7 @@ def find(mask: fx.Node) -> KeySelection | None:
         hidden, combine = True, [mask]
     else:
         return None
-    if not isinstance(base, fx.Node) or _upstream_has(base, _is_topk):
+    if not isinstance(base, fx.Node) or _reads_topk(base):
         return None
     # the selection: [views of] FILL.scatter(-1, indices, value), True where hidden
     scatter, reshapes = _strip(picked, {"unsqueeze", "view", "reshape"})
@@ -154,7 +145,6 @@ def find(mask: fx.Node) -> KeySelection | None:
     if not _last_dim(topk.args[0], k_dim) or topk.kwargs.get("largest", True) is not True or len(topk.args) > 3:
         return None
     nodes = set(combine) | set(reshapes) | {scatter, fill, idx, topk} | set(casts)
-    views: set = set()
     # the scores masked by M before the top-k: S.masked_fill(~Mv, -inf), or S + Mv (additive)
     masked = topk.args[0]
     mv = None
@@ -172,7 +162,6 @@ def find(mask: fx.Node) -> KeySelection | None:
     chain = _view_chain(mv, base)
     if chain is None:
         return None
-    views |= set(chain)
     nodes |= set(chain)
     # the pair scores: back from S through pair ops while the value has a query and a key axis
     tq, tk = shape(mask)[-2], shape(mask)[-1]
@@ -194,7 +183,7 @@ def find(mask: fx.Node) -> KeySelection | None:
             leaves.append(x)
     if scores not in nodes:
         return None
-    sel = KeySelection(mask, base, topk, scores, nodes, views, leaves, pair)
+    sel = KeySelection(mask, base, topk, scores, nodes, leaves, pair)
     sel.fills[fill] = ("B",) + (None,) * (len(shape(fill)) - 3) + ("Q", "K")
     return sel
 
@@ -321,27 +310,6 @@ def visibility(subtree_end, positions, window: int, like_ndim: int, dtype: torch
     if dtype == torch.bool:
         return vis
     return torch.zeros(vis.shape, dtype=dtype, device=vis.device).masked_fill(~vis, torch.finfo(dtype).min)
-
-
-def dense_attention(q, k, v, mask, scale: float, softcap: float = 0.0, sinks=None):
-    """Attention of packed queries [1, Hq, N, D] over packed keys with a dense ``mask`` (bool, or additive),
-    Gemma 2's softcapping and GPT-OSS's per-head sink logits [Hq] (a column joining the softmax, dropped after
-    it): HF's eager attention, with the scores and the softmax in float32 (at least)."""
-    g = q.shape[1] // k.shape[1]
-    if g > 1:
-        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
-    cdt = torch.promote_types(q.dtype, torch.float32)
-    scores = (q.to(cdt) @ k.to(cdt).transpose(-1, -2)) * scale
-    if softcap:
-        scores = softcap * torch.tanh(scores / softcap)
-    scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.to(cdt)
-    if sinks is not None:
-        sink = sinks.to(cdt).reshape(1, -1, 1, 1).expand(*scores.shape[:3], 1)
-        scores = torch.cat([scores, sink], dim=-1)
-    probs = torch.softmax(scores, dim=-1)
-    if sinks is not None:
-        probs = probs[..., :-1]
-    return (probs @ v.to(cdt)).to(q.dtype)
 
 
 def emit(g: fx.Graph, sel: KeySelection, vis: fx.Node, n_tok, leaf, row, env: dict) -> fx.Node:

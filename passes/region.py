@@ -175,12 +175,17 @@ def _is_state(p: fx.Node, v) -> bool:
     return isinstance(v, torch.nn.Parameter) or "_parameters_" in p.name or "_buffers_" in p.name
 
 
+def _replaced_nodes(sites: list) -> set:
+    """The nodes the attention sites replace as a whole: an eager pattern's inner nodes and a top-k key
+    selection's (the rewrite emits them itself)."""
+    return set().union(*[s.internal for s in sites], *[s.selection.nodes for s in sites if s.selection is not None])
+
+
 def _mask_only_nodes(gm: fx.GraphModule, sites: list) -> set:
     """Nodes whose every use leads only into attention masks (dropped once the mask is verified)."""
     sinks = {s.mask for s in sites if isinstance(s.mask, fx.Node)}
     site_nodes = {s.node for s in sites}
-    internal = set().union(*[s.internal for s in sites],
-                           *[s.selection.nodes for s in sites if s.selection is not None])
+    internal = _replaced_nodes(sites)
     only: set = set()
     for n in reversed(list(gm.graph.nodes)):
         if n.op in ("placeholder", "output"):
@@ -281,8 +286,7 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
                      "the graph has no attention, so there is no shared prefix to compute once")
     a.attention = sites
     by_node = {s.node: s for s in sites}
-    internal = set().union(*[s.internal for s in sites],
-                           *[s.selection.nodes for s in sites if s.selection is not None])
+    internal = _replaced_nodes(sites)
     mask_only = _mask_only_nodes(gm, sites)
     roles, kind, space = a.roles, a.kind, a.space
     first_boundary: dict = {}  # row node -> the earliest boundary reason among its packed ancestors

@@ -23,6 +23,7 @@ from replaycompile import ops
 from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
 from replaycompile.kernels.block_sparse_attention import default_blocks
+from replaycompile.kernels.tree_attention_reference import dense_attention_reference
 import replaycompile.kernels.ssd_tree  # noqa: F401 - registers replaycompile::mamba2_tree
 import replaycompile.kernels.tree_scan  # noqa: F401 - registers replaycompile::gated_deltanet_tree
 
@@ -459,8 +460,9 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                                           get_row, selection_env)
                 q, kk, v = (get_packed(x, 0, st) for x in (s.q, s.k, s.v))
                 if s.softcap or s.sinks is not None:
-                    st.env[n] = g.call_function(key_selection.dense_attention,
-                                                (q, kk, v, mask, s.scale, s.softcap, get_row(s.sinks)))
+                    res = g.call_function(dense_attention_reference,
+                                          (q, kk, v, mask, s.scale, s.softcap, get_row(s.sinks)))
+                    st.env[n] = g.call_function(operator.getitem, (res, 0))
                     continue
                 gqa = int(shape(s.q)[1]) != int(shape(s.k)[1]) if all(
                     isinstance(shape(x)[1], int) for x in (s.q, s.k)) else True
@@ -583,7 +585,7 @@ def _count_rewrites(gm: fx.GraphModule) -> None:
     count("attention_sites_rewritten", calls.count(_TREE_ATTENTION))
     # attentions narrowed to top-k keys per query (passes/key_selection.py): dense attention on the packed tokens
     count("attention_sites_key_selection", calls.count(torch.nn.functional.scaled_dot_product_attention) +
-          calls.count(key_selection.dense_attention))
+          calls.count(dense_attention_reference))
     count("replays_inserted", calls.count(ops.replay))
     count("vocab_gathers", calls.count(ops.replay_gather) + calls.count(ops.replay_log_softmax_gather))
     count("vocab_gathers_log_softmax_fused", calls.count(ops.replay_log_softmax_gather))

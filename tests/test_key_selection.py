@@ -52,7 +52,7 @@ def test_deepseek_v32_top_k_attention_is_packed_exactly(layout):
 
 def test_hy_v4_eager_attention_with_sinks_and_an_additive_mask_is_packed_exactly():
     """Hunyuan V4: HF's eager attention (sink logits joining the softmax) with a float additive mask narrowed by
-    ``masked_fill``: the selection on the packed tokens feeds ``dense_attention``."""
+    ``masked_fill``: the selection on the packed tokens feeds ``dense_attention_reference``."""
     model = _model("hy_v4", impl="eager")
     ref, got, st, selected = _step(model, group_batch())
     assert st["applied"], st
@@ -62,9 +62,11 @@ def test_hy_v4_eager_attention_with_sinks_and_an_additive_mask_is_packed_exactly
 
 @pytest.mark.parametrize("softcap, sinks, groups", [(0.0, False, 1), (5.0, False, 2), (0.0, True, 2)])
 def test_dense_attention_with_the_tree_mask_is_tree_attention(softcap, sinks, groups):
-    """``dense_attention`` (the packed attention of a key selection) with the tree's visibility as its mask is the
-    tree attention's reference, softcapping, sinks and grouped keys included; additive or bool mask alike."""
-    from replaycompile.kernels.tree_attention_reference import tree_attention_reference
+    """``dense_attention_reference`` (the packed attention of a key selection) with the tree's visibility as its
+    mask is the tree attention's reference, softcapping, sinks and grouped keys included; additive or bool mask
+    alike. (The reference runs the same function where it softcaps or has sinks: there the bool and additive
+    masks are held to each other; without them the reference is the independent masked one.)"""
+    from replaycompile.kernels.tree_attention_reference import dense_attention_reference, tree_attention_reference
 
     g = torch.Generator().manual_seed(0)
     n, hkv, d = 11, 2, 8
@@ -75,7 +77,7 @@ def test_dense_attention_with_the_tree_mask_is_tree_attention(softcap, sinks, gr
     want, _ = tree_attention_reference(q, k, v, subtree_end, 0.3, softcap=softcap, sinks=sink)
     for dtype in (torch.bool, torch.float64):
         mask = key_selection.visibility(subtree_end, None, 0, 4, dtype)
-        got = key_selection.dense_attention(q, k, v, mask, 0.3, softcap, sink)
+        got, _ = dense_attention_reference(q, k, v, mask, 0.3, softcap, sink)
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
