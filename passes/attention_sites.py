@@ -176,6 +176,11 @@ def _eager_site(node: fx.Node) -> AttentionSite | None:
         s = float(scores.args[1])
         scale = s if op_name(scores) == "mul" else 1.0 / s
         scores = scores.args[0]
+    merged = _merged_heads_scores(scores, internal)
+    if merged is not None:
+        q, k, alpha = merged
+        site = AttentionSite(node, q, k, node.args[1], scale * alpha, mask, False, internal, softcap, sinks)
+        return _rescaled_by_sinks(site, masked) if sinks is None else site
     if not (isinstance(scores, fx.Node) and scores.op == "call_function" and scores.target in MATMUL):
         return None
     internal.add(scores)
@@ -189,6 +194,47 @@ def _eager_site(node: fx.Node) -> AttentionSite | None:
     internal.add(kt)
     site = AttentionSite(node, q, kt.args[0], node.args[1], scale, mask, False, internal, softcap, sinks)
     return _rescaled_by_sinks(site, masked) if sinks is None else site
+
+
+def _merged_heads_scores(scores: fx.Node, internal: set):
+    """(q, k, alpha) when ``scores`` is ``baddbmm(zeros(B*H, T, S), q.view(B*H, T, D), k.view(B*H, S, D)
+    .transpose(1, 2), alpha=alpha).view(B, H, T, S)`` with q, k of shape [B, H, T|S, D] (GPT-NeoX-Japanese's
+    eager attention: batch and heads merged into bmm's one batch axis and split again): the scores of
+    ``q @ k^T * alpha``, so the attention of q and k; else None. The zeros make ``beta`` irrelevant."""
+    if not (isinstance(scores, fx.Node) and op_name(scores) in ("view", "reshape") and len(scores.users) == 1):
+        return None
+    bmm = scores.args[0]
+    if not (isinstance(bmm, fx.Node) and bmm.target in (torch.baddbmm, torch.bmm) and len(bmm.users) == 1):
+        return None
+    args = list(bmm.args)
+    if bmm.target is torch.baddbmm:
+        base, args = args[0], args[1:]
+        if not (isinstance(base, fx.Node) and base.target is torch.zeros and len(base.users) == 1):
+            return None
+    if len(args) != 2:
+        return None
+    alpha = bmm.kwargs.get("alpha", 1.0) if bmm.target is torch.baddbmm else 1.0
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+        return None
+    q3, kt = args
+    if not (isinstance(kt, fx.Node) and op_name(kt) == "transpose" and {d % 3 for d in kt.args[1:3]} == {1, 2}):
+        return None
+    k3 = kt.args[0]
+    out = shape(scores)
+    parts = []
+    for x3 in (q3, k3):
+        if not (isinstance(x3, fx.Node) and op_name(x3) in ("view", "reshape") and x3.op == "call_method"):
+            return None
+        x = x3.args[0]
+        sx, s3 = shape(x), shape(x3)
+        if sx is None or s3 is None or out is None or len(sx) != 4 or len(s3) != 3 or len(out) != 4 or not (
+                same_size(sx[0] * sx[1], s3[0]) and same_size(sx[2], s3[1]) and same_size(sx[3], s3[2])
+                and same_size(sx[0], out[0]) and same_size(sx[1], out[1])):
+            return None
+        parts.append(x)
+    internal.update((scores, bmm, kt) + ((bmm.args[0],) if bmm.target is torch.baddbmm else ()))
+    internal.update(x3 for x3 in (q3, k3) if len(x3.users) == 1)
+    return parts[0], parts[1], float(alpha)
 
 
 def _strip(n, names=("to", "float", "type_as", "contiguous")):

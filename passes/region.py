@@ -332,7 +332,10 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
                               f"per-expert counts) is an output of the graph, with no [batch, seq] layout")
             continue
         if n in mask_only:
-            data = [x for x in n.all_input_nodes if is_packed(x) or x in replayed]
+            # an activation's shape, dtype or device (HF's mask functions read inputs_embeds' size) is not data
+            metadata = op_name(n) in ("size", "sym_size", "dim", "stride", "numel") or (
+                op_name(n) == "getattr" and len(n.args) > 1 and n.args[1] in ("dtype", "device", "shape", "ndim"))
+            data = [] if metadata else [x for x in n.all_input_nodes if is_packed(x) or x in replayed]
             if data:
                 # a score bias computed from the hidden states (Inkling's relative logits): the mask check
                 # evaluates masks from the inputs alone and cannot stand for it

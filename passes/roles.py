@@ -732,9 +732,11 @@ def constant_table(n: fx.Node, a) -> tuple | None:
            and u.args and u.args[0] is n for u in n.users):
         return None  # a buffer written in place (a scan's output filled column by column): not a constant
     out = tuple(B if same_size(d, a.batch) else T if same_size(d, a.seq) else None for d in so)
-    # a sequence axis makes it a table of the tokens; a batch axis alone is a per-row state's zero start (a
-    # recurrence's ``zeros(B, heads, dk, dv)``), not a value of any token
-    return out if T in out else None
+    # a leading sequence axis ([T, ...], [B or 1, T, ...]) makes it a table of the tokens; a batch axis alone is
+    # a per-row state's zero start (a recurrence's ``zeros(B, heads, dk, dv)``, whose dk may equal T by chance),
+    # not a value of any token
+    lead = out[0] == T or (len(so) >= 2 and out[1] == T and (out[0] == B or same_size(so[0], 1)))
+    return out if lead else None
 
 
 def _column_slice(n: fx.Node, roles: dict, a) -> tuple | None:

@@ -80,3 +80,13 @@ def test_every_family_is_packed_or_declined_with_a_reason(model_type):
     assert r["status"] not in ("crashed", "wrong"), r
     if r["status"] == "declined":
         assert r["reason"], r
+
+
+def test_an_eager_attention_over_merged_batch_and_heads_is_found_and_packed():
+    """GPT-NeoX-Japanese's eager attention: ``baddbmm(zeros(B*H, T, T), q.view(B*H, T, D), k.view(...).transpose(1,
+    2), alpha=1/norm).view(B, H, T, T)``, mask added, softmax, matmul with v: recognised as the attention of q and
+    k (it had reached the packed graph unrecognised, whose compile then failed on the merged view); packed and
+    exact as a two-level tree."""
+    r = families.run_family("gpt_neox_japanese", "tree", inner="aot_eager")
+    assert r["status"] == "packed", r
+    assert r["applied"] and r["tokens_computed"] < r["tokens_in"], r

@@ -195,6 +195,22 @@ def test_a_token_mixing_layer_that_is_not_causal_per_row_is_declined_naming_it()
     assert_same_step(ref, got)
 
 
+@pytest.mark.parametrize("mode", ["per_row", "tree_scan"])
+def test_a_recurrent_state_whose_head_size_equals_the_sequence_length_is_not_taken_for_a_token_table(mode, float64_scan):
+    """The scan's zero start ``zeros(B, heads, dk, dv)`` with dk == T (16 here, the tiny model's key head size)
+    has a batch- and a sequence-sized axis by chance: it is a per-row state, not a constant table of the tokens
+    (CI's hypothesis example with 16 columns had declined it as a second value leaving the layer)."""
+    model = tiny_model("qwen3_next", layer_types=["full_attention", "linear_attention"], mlp_only_layers=[0, 1],
+                       dtype=float64_scan)
+    assert model.config.linear_key_head_dim == 16
+    batch = group_batch(prompt_len=8, lens=(6, 2, 6, 5), left_pad=2)  # 2 + 8 + 6 = 16 columns
+    assert batch[0].shape[1] == 16
+    ref, got, st = _compiled_step(model, batch, recurrent=mode)
+    assert st["applied"], st["fallback_reason"]
+    assert st[f"recurrent_{mode}"] == ["model.layers.1.linear_attn"], st
+    assert_same_step(ref, got)
+
+
 @pytest.mark.slow
 def test_qwen3_next_with_a_cache_is_declined_naming_the_cache():
     """use_cache=True in a training step: the attention layer appends to its KV cache (a concatenation along the
