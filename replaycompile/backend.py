@@ -505,6 +505,14 @@ class ReplayGraph:
         return (self.masks.verifications if self.masks is not None else 0) + self._continued_verifications
 
     def __call__(self, *args):
+        state = GlobalState()
+        try:
+            return self._call(args)
+        except BaseException:
+            state.restore()
+            raise
+
+    def _call(self, args):
         if self._prologue is not None:
             with torch.no_grad():
                 self._prologue(*args)
@@ -854,9 +862,31 @@ class SparrowGraph:
         return out
 
 
+class GlobalState:
+    """Grad mode and autocast (per device type) as they were: ``restore()`` puts them back. An exception inside
+    an inner compiler (aot_autograd traces under no_grad) can leave them changed, and every later step of the
+    process would then run without gradients. (torch's GlobalStateGuard only checks, it does not restore.)"""
+
+    DEVICES = ("cpu", "cuda")
+
+    def __init__(self):
+        self.grad = torch.is_grad_enabled()
+        self.autocast = {d: (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in self.DEVICES}
+
+    def restore(self) -> None:
+        torch.set_grad_enabled(self.grad)
+        for d, (enabled, dtype) in self.autocast.items():
+            torch.set_autocast_enabled(d, enabled)
+            torch.set_autocast_dtype(d, dtype)
+
+
 def replay(gm: fx.GraphModule, example_inputs: list, options: dict | None = None, **kwargs: Any):
     """The backend function (entry point ``torch_dynamo_backends: replay``)."""
     opts = parse_options({**(options or {}), **kwargs})
-    if opts.schedule is not None:
-        return SparrowGraph(gm, example_inputs, opts)
-    return ReplayGraph(gm, example_inputs, opts)
+    state = GlobalState()
+    try:
+        if opts.schedule is not None:
+            return SparrowGraph(gm, example_inputs, opts)
+        return ReplayGraph(gm, example_inputs, opts)
+    finally:
+        state.restore()

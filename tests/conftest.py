@@ -28,6 +28,21 @@ def _fresh_dynamo():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _global_state_kept():
+    """A test that leaves grad mode or autocast changed fails, and the state is put back, so that the tests after
+    it do not fail for it (transformers 5.10 once left grad mode off for 128 later tests)."""
+    from replaycompile.backend import GlobalState
+
+    before = GlobalState()
+    yield
+    after = GlobalState()
+    if (after.grad, after.autocast) != (before.grad, before.autocast):
+        before.restore()
+        pytest.fail(f"the test left global state changed: grad mode {before.grad} -> {after.grad}, autocast "
+                    f"{before.autocast} -> {after.autocast}")
+
+
 @pytest.fixture
 def replay_graphs(monkeypatch):
     """Every ReplayGraph the backend builds during the test."""

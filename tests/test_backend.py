@@ -436,3 +436,32 @@ def test_entry_point_in_a_fresh_interpreter():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
                          cwd="/")
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
+
+
+def test_a_failing_inner_compile_leaves_grad_mode_and_autocast_as_they_were(monkeypatch):
+    """An inner compiler that raises after switching grad mode off and autocast on (aot_autograd traces under
+    no_grad; transformers 5.10's declined graph raised there): the compile fails, and the process's grad mode and
+    autocast are what they were, so the next step still has gradients."""
+    import replaycompile.backend as backend
+
+    def failing_inner(gm, example_inputs):
+        torch.set_grad_enabled(False)
+        torch.set_autocast_enabled("cpu", True)
+        torch.set_autocast_dtype("cpu", torch.float16)
+        raise RuntimeError("the inner compiler failed")
+
+    monkeypatch.setattr(backend, "_inner_backend", lambda name: failing_inner)
+    torch._dynamo.reset()
+    dtype = torch.get_autocast_dtype("cpu")
+    with pytest.raises(Exception, match="the inner compiler failed"):  # through Dynamo
+        torch.compile(lambda x: x.sin() * 2, backend="replay")(torch.randn(3))
+    assert torch.is_grad_enabled()
+    # the backend function called directly (no Dynamo around it to restore anything)
+    gm = torch.fx.symbolic_trace(lambda x: x.sin() * 2)
+    with pytest.raises(RuntimeError, match="the inner compiler failed"):
+        backend.replay(gm, [torch.randn(3)])
+    assert torch.is_grad_enabled()
+    assert not torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == dtype
+    x = torch.randn(3, requires_grad=True)
+    (x.sin() * 2).sum().backward()
+    assert x.grad is not None

@@ -53,3 +53,17 @@ def test_behaviour_logprobs():
     torch.testing.assert_close(behaviour_logprobs(model, ids, am, P, seed=3), old, rtol=0, atol=0)  # seeded
     for n, q in model.named_parameters():  # the model itself is untouched
         assert torch.equal(q, params[n]), n
+
+
+def test_a_declined_demo_step_is_exact_says_why_it_was_not_packed_and_exits_0(capsys):
+    """One rollout per prompt (a batch axis of size 1) shares nothing: the backend declines and runs the step
+    unpacked. The demo's verdict is exactness (exit 0), and it says apart from that that the step was not packed
+    and why (it used to print NOT EXACT and exit 1 for any decline)."""
+    from replaycompile.cli import main
+
+    rc = main(["demo", "--group", "1", "--prompt", "16", "--min-completion", "4", "--max-completion", "6",
+               "--hidden", "32", "--vocab", "64", "--steps", "1", "--inner", "aot_eager"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "exact: loss and every parameter's gradient equal eager's" in out, out
+    assert "packed: no, the backend declined" in out and "batch axis of size 1" in out, out
