@@ -58,10 +58,19 @@ class SplitDeltaNetWeights:
 
 
 def delta_rule():
-    """transformers' chunked gated delta rule, looked up at call time (a test may patch the module's copy)."""
+    """transformers' chunked gated delta rule, looked up at call time (a test may patch the module's copy), called
+    with q and k already repeated to the value heads: transformers up to 5.10 expects that of its caller, later
+    versions repeat them inside when the counts differ, so the call means the same on both."""
     from transformers.models.qwen3_next import modeling_qwen3_next as hf
 
-    return hf.torch_chunk_gated_delta_rule
+    scan = hf.torch_chunk_gated_delta_rule
+
+    def grouped(q, k, v, **kw):
+        r = v.shape[-2] // q.shape[-2]
+        if r > 1:  # each query/key head serves r consecutive value heads (the layers' repeat_interleave)
+            q, k = q.repeat_interleave(r, dim=-2), k.repeat_interleave(r, dim=-2)
+        return scan(q, k, v, **kw)
+    return grouped
 
 
 def project(x: Tensor, w: DeltaNetWeights | SplitDeltaNetWeights, d: DeltaNetDims):

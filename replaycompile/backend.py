@@ -191,6 +191,10 @@ def _square_token_input(placeholders) -> str | None:
     return None
 
 
+def _first_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
+
+
 def _not_a_view(x: torch.Tensor) -> torch.Tensor:
     return x.clone() if x._base is not None else x
 
@@ -268,6 +272,7 @@ class ReplayGraph:
         self.example_inputs = example_inputs
         self.opts = opts
         self._plain: Callable | None = None
+        self._plain_dynamic = False  # self._plain compiled with dynamic=True (retried static if that fails)
         self._packed_fns: dict = {}         # PackedGraph id -> its compiled function
         self.packed_chunked: PackedGraph | None = None  # the same with the chunked LM head, where one fuses
         self._lm_head_ran = 0               # chunked LM-head sites the last packed call ran
@@ -412,9 +417,24 @@ class ReplayGraph:
                 return gm(*a)
 
             self._plain = torch.compile(_own_code(run_plain, "replay_plain"), backend=self._inner, dynamic=True)
+            self._plain_dynamic = True
         # as for the packed graph: float module attributes arrive as 0-d tensors read by .item(), and a graph
         # break there would run the unpacked forward op by op
-        with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        if not self._plain_dynamic:
+            return self._plain(*args)
+        try:
+            with torch._dynamo.config.patch(capture_scalar_outputs=True):
+                return self._plain(*args)
+        except torch._dynamo.exc.BackendCompilerFailed as e:
+            # symbolic sizes can fail where the model's own code guards on data (transformers 5.10's grouped-mm
+            # fallback backward compares `offs.tolist()` entries): the unpacked graph with static shapes, as
+            # plain torch.compile's first call would compile it (the compile failed before anything ran)
+            log.warning("replay: compiling the unpacked graph with dynamic shapes failed (%s); compiling it with "
+                        "static shapes (a recompile per batch shape)", _first_line(getattr(e, "inner_exception", e)))
+            self._plain_dynamic = False
+            gm = self.gm
+            self._plain = torch.compile(_own_code(lambda *a: gm(*a), "replay_plain_static"), backend=self._inner,
+                                        dynamic=False)
             return self._plain(*args)
 
     def _packed_fn(self, packed: PackedGraph):

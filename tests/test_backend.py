@@ -465,3 +465,33 @@ def test_a_failing_inner_compile_leaves_grad_mode_and_autocast_as_they_were(monk
     x = torch.randn(3, requires_grad=True)
     (x.sin() * 2).sum().backward()
     assert x.grad is not None
+
+
+def test_an_inner_compiler_that_fails_on_symbolic_sizes_costs_the_packing_not_the_step(monkeypatch):
+    """An inner compiler that cannot take symbolic sizes (transformers 5.10's grouped-mm fallback backward reads
+    its offsets as ints): the packed graph's compile fails, the step runs unpacked and exact, saying why. (Where
+    the unpacked graph's dynamic compile fails too, ReplayGraph.plain compiles it with static shapes: the
+    transformers 5.10 MoE families in the zoo.)"""
+    import replaycompile.backend as backend
+
+    real = backend._inner_backend
+
+    def static_only(name):
+        inner = real(name)
+
+        def compile_static(gm, example_inputs):
+            if any(isinstance(x, torch.SymInt) or (isinstance(x, torch.Tensor) and any(
+                    isinstance(d, torch.SymInt) for d in x.shape)) for x in example_inputs):
+                raise RuntimeError("this inner compiler takes static shapes only")
+            return inner(gm, example_inputs)
+        return compile_static
+
+    monkeypatch.setattr(backend, "_inner_backend", static_only)
+    model = tiny_model("qwen3")
+    batch = group_batch()
+    ref = run(step_loss, model, *batch)
+    got = run(torch.compile(step_loss, backend="replay", options=AOT), model, *batch)
+    assert_same_step(ref, got)
+    st = replaycompile.last_stats()
+    assert not st["applied"] and "compiling the packed graph failed" in st["fallback_reason"], st
+    assert "takes static shapes only" in st["fallback_reason"], st

@@ -9,6 +9,7 @@ keys and values later tokens read.
 from __future__ import annotations
 
 import copy
+import inspect
 
 import pytest
 import torch
@@ -65,7 +66,10 @@ def detached_step(model, ids, am, adv, p):
         n = int(am[b].sum())
         with torch.no_grad():
             pre = model(input_ids=ids[b:b + 1, :s], use_cache=True)
-        own = model(input_ids=ids[b:b + 1, s:n], cache=copy.deepcopy(pre.cache),
+        # the cache by position: its keyword and output field are ``cache`` from transformers 5.24, earlier
+        # ``past_key_values``
+        key = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        own = model(input_ids=ids[b:b + 1, s:n], **{key: copy.deepcopy(getattr(pre, key))},
                     position_ids=torch.arange(s, n)[None], use_cache=True)
         logits = torch.cat([pre.logits[0], own.logits[0]])
         rows.append(torch.cat([logits, logits.new_zeros(ids.shape[1] - n, logits.shape[1])]))
