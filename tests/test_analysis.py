@@ -474,3 +474,29 @@ def test_capacity_routing_by_sort_is_declined():
     a = analyze(gm)
     assert not a.applicable
     assert "a slice of a flattened or sorted token axis" in a.reason and "node `" in a.reason, a.reason
+
+
+@pytest.mark.parametrize("layout", ["group", "tree"])
+def test_rotary_tables_written_as_a_matmul_over_a_size_one_axis_are_per_position(layout, monkeypatch):
+    """transformers up to 5.18 writes the rotary angles as ``(inv_freq[None, :, None].expand(B, -1, 1) @
+    position_ids[:, None, :].float()).transpose(1, 2)``: a matmul whose contraction has size 1, an outer product
+    per row, so a per-position table. Qwen3's rotary embedding in that form packs and is exact (before, every
+    rotary family declined on transformers 5.5-5.18 at the ``mul`` with ``cos``)."""
+    from helpers import assert_same_step, run, step_loss
+    from test_detach_prefix import tree_batch
+    from transformers.models.qwen3 import modeling_qwen3
+
+    def matmul_form(self, x, position_ids):
+        inv = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1).to(x.device)
+        freqs = (inv @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return (emb.cos() * self.attention_scaling).to(x.dtype), (emb.sin() * self.attention_scaling).to(x.dtype)
+
+    monkeypatch.setattr(modeling_qwen3.Qwen3RotaryEmbedding, "forward", matmul_form)
+    model = tiny_model("qwen3")
+    batch = group_batch() if layout == "group" else tree_batch()
+    ref = run(step_loss, model, *batch)
+    got = run(torch.compile(step_loss, backend="replay", options=AOT), model, *batch)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["tokens_computed"] < st["tokens_in"], st["fallback_reason"]
+    assert_same_step(ref, got)
