@@ -471,7 +471,8 @@ class ReplayGraph:
             if not first:
                 raise
             log.exception("replay: compiling the packed graph (%s) failed", self.name)
-            return None, f"compiling the packed graph failed ({type(e).__name__}: {e}); running unpacked"
+            return None, (f"compiling the packed graph failed ({_first_line(getattr(e, 'inner_exception', None) or e)}"
+                          f"); running unpacked")
         self._attention_ran = ran_since(ran_before)
         return out, None
 

@@ -2,6 +2,17 @@ import os
 import pathlib
 import sys
 
+# The checkout's root leaves sys.path (``python -m pytest`` puts the working directory first): its top-level
+# ``kernels/`` and ``passes/`` are this project's ``replaycompile.kernels`` / ``replaycompile.passes`` (installed
+# under those names), and from the root they would shadow other packages of those names: transformers >= 5.25
+# imports the Hugging Face ``kernels`` package.
+_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != _ROOT]
+for _name in ("kernels", "passes"):
+    _mod = sys.modules.get(_name)
+    if _mod is not None and str(getattr(_mod, "__file__", "") or "").startswith(str(_ROOT)):
+        del sys.modules[_name]
+
 # Compiled kernels land inside the checkout (CI's clean clone starts cold, later runs reuse them).
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(pathlib.Path(__file__).resolve().parents[1] / ".torchinductor_cache"))
 sys.path.insert(0, os.path.dirname(__file__))

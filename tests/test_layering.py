@@ -59,3 +59,20 @@ def test_the_entry_point_loads_no_rollout_layer():
     res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=dict(os.environ),
                          timeout=600)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_the_checkouts_top_level_folders_shadow_no_package_of_their_name():
+    """``kernels`` is also Hugging Face's kernel-hub package, which transformers >= 5.25 imports: from the
+    checkout's root our ``kernels/`` folder was found first and transformers failed to build GPT-2
+    (``cannot import name 'CUDAProperties' from 'kernels'``). Under pytest the root is off sys.path, and the
+    project's folders import only as ``replaycompile.kernels`` / ``replaycompile.passes``."""
+    import importlib.util
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    for name in ("kernels", "passes"):
+        spec = importlib.util.find_spec(name)
+        assert spec is None or not str(spec.origin or "").startswith(str(root)), (name, spec)
+    import replaycompile.kernels as ours
+
+    assert pathlib.Path(ours.__file__).resolve().parent == root / "kernels"
