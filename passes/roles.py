@@ -772,7 +772,7 @@ def constant_table(n: fx.Node, a) -> tuple | None:
     # a leading sequence axis ([T, ...], [B or 1, T, ...]) makes it a table of the tokens; a batch axis alone is
     # a per-row state's zero start (a recurrence's ``zeros(B, heads, dk, dv)``, whose dk may equal T by chance),
     # not a value of any token
-    lead = out[0] == T or (len(so) >= 2 and out[1] == T and (out[0] == B or same_size(so[0], 1)))
+    lead = (len(so) >= 1 and out[0] == T) or (len(so) >= 2 and out[1] == T and (out[0] == B or same_size(so[0], 1)))
     return out if lead else None
 
 

@@ -82,6 +82,13 @@ def test_every_family_is_packed_or_declined_with_a_reason(model_type):
         assert r["reason"], r
 
 
+def test_a_scalar_constant_is_not_taken_for_a_token_table():
+    """``torch.zeros(())`` (MPT's, BLOOM's, GPT-Neo's scalar constants) has no axis to read a role off: the
+    constant-table rule once indexed its first axis and the passes raised IndexError (run unpacked)."""
+    r = families.run_family("mpt", "flat", inner="aot_eager")
+    assert r["status"] == "packed", r
+
+
 def test_an_eager_attention_over_merged_batch_and_heads_is_found_and_packed():
     """GPT-NeoX-Japanese's eager attention: ``baddbmm(zeros(B*H, T, T), q.view(B*H, T, D), k.view(...).transpose(1,
     2), alpha=1/norm).view(B, H, T, T)``, mask added, softmax, matmul with v: recognised as the attention of q and
