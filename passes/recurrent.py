@@ -549,6 +549,12 @@ def _mamba2_site(path, output, hidden, weights, inside, inside_set) -> TreeScanS
         sizes = n.args[1] if op_name(n) in ("split", "split_with_sizes") and len(n.args) > 1 else None
         if isinstance(sizes, (list, tuple)) and list(sizes) == [inter, gn, gn]:
             part = [u for u in n.users if op_name(u) == "getitem" and u.args[1] == 1]
+            # transformers >= 5.25 splits B along the sequence first (``tensor_split(B, [T - k], dim=1)``, the
+            # tokens to scan in chunks and the k kept as cached states): the view is of its first part
+            for q in list(part):
+                for t in q.users:
+                    if op_name(t) == "tensor_split":
+                        part += [u for u in t.users if op_name(u) == "getitem" and u.args[1] == 0]
             groups |= {shape(v)[-2] for q in part for v in q.users if op_name(v) in ("view", "reshape")
                        and shape(v) is not None and len(shape(v)) == 4 and isinstance(shape(v)[-2], int)}
     if len(groups) != 1 or heads % next(iter(groups)):
