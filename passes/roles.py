@@ -133,43 +133,22 @@ def _batched_per_token(x, w, roles, out_shape):
     return tuple(out) + (None, None)
 
 
-def _outer_product(x, w, roles, out_shape):
+def _outer_product(n, x, w, roles):
     """Roles of ``matmul(x, w)`` over a contraction of size 1 (``x: [..., M, 1] @ w: [..., 1, N]``): no sum, each
-    entry is the product ``x[..., m, 0] * w[..., 0, n]``, so it broadcasts like an elementwise product, the
+    entry is the product ``x[..., m, 0] * w[..., 0, n]``, so it broadcasts as the elementwise ``x * w`` does, the
     rows' axis from x and the columns' from w (transformers <= 5.18's rotary tables, ``(inv_freq[None, :, None]
     .expand(B, -1, 1) @ position_ids[:, None, :]).transpose(1, 2)``: per-position, as the later ``position_ids
     [..., None] * inv_freq`` is). None otherwise."""
     sx, sw = shape(x), shape(w)
-    if out_shape is None or sx is None or sw is None or len(sx) < 2 or len(sw) < 2 or not (
-            same_size(sx[-1], 1) and same_size(sw[-2], 1)):
+    if sx is None or sw is None or len(sx) < 2 or len(sw) < 2 or not (same_size(sx[-1], 1) and same_size(sw[-2], 1)):
         return None
-    rx = roles.get(x) or (None,) * len(sx)
-    rw = roles.get(w) or (None,) * len(sw)
-    if rx[-1] is not None or rw[-2] is not None:
-        return None
-    nb = len(out_shape) - 2
-    out = []
-    for i in range(nb):
-        jx, jw = i - nb + len(sx) - 2, i - nb + len(sw) - 2
-        a_, na = (rx[jx], sx[jx]) if jx >= 0 else (None, 1)
-        b_, nw = (rw[jw], sw[jw]) if jw >= 0 else (None, 1)
-        if a_ == b_ or (b_ is None and same_size(nw, 1)):
-            out.append(a_)
-        elif a_ is None and same_size(na, 1):
-            out.append(b_)
-        elif a_ is None or b_ is None:
-            # an axis with a role against an unroled axis of the same size: equal along it only if the unroled
-            # operand is (an expand of a value without that axis)
-            out.append(a_ or b_)
-        else:
-            return None
-    return tuple(out) + (rx[-2], rw[-1])
+    return _broadcast_roles(n, [x, w], roles)
 
 
 def _matmul(n, roles, out_shape):
     x, w = n.args
     if isinstance(x, fx.Node) and isinstance(w, fx.Node):
-        outer = _outer_product(x, w, roles, out_shape)
+        outer = _outer_product(n, x, w, roles)
         if outer is not None:
             return outer
     if isinstance(w, fx.Node) and roles.get(w) and any(roles[w]):
