@@ -10,7 +10,7 @@ _ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != _ROOT]
 for _name in ("kernels", "passes"):
     _mod = sys.modules.get(_name)
-    if _mod is not None and str(getattr(_mod, "__file__", "") or "").startswith(str(_ROOT)):
+    if _mod is not None and pathlib.Path(getattr(_mod, "__file__", "") or "").resolve().parent == _ROOT / _name:
         del sys.modules[_name]
 
 # Compiled kernels land inside the checkout (CI's clean clone starts cold, later runs reuse them).
