@@ -23,10 +23,12 @@ def test_zoo_family_on_this_transformers(model_type, layout):
     import transformers
 
     r = families.run_family(model_type, layout, inner="aot_eager")
-    assert r["status"] not in ("crashed", "wrong"), (transformers.__version__, r)
+    # status and reason first: pytest cuts a long dict short, and the reason is what a failure needs
+    said = f"transformers {transformers.__version__}: {r['status']}: {r['reason']} (run: {r})"
+    assert r["status"] not in ("crashed", "wrong"), said
     if model_type in ROTARY:
-        assert r["status"] == "packed", (transformers.__version__, r)
+        assert r["status"] == "packed", said
     else:
-        assert r["status"] in ("packed", "declined") and (r["status"] == "packed" or r["reason"]), r
+        assert r["status"] in ("packed", "declined") and (r["status"] == "packed" or r["reason"]), said
     print(f"transformers {transformers.__version__} {model_type} {layout}: {r['status']}"
           f"{' (' + r['reason'][:120] + ')' if r['reason'] else ''}")
