@@ -41,6 +41,15 @@ def test_schedule_and_stats_are_leaves():
     assert project == {"replaycompile.kernels.block_sparse"}, project
 
 
+def test_integrations_import_no_framework_at_module_level():
+    """``import replaycompile.integrations.verl`` (or ``.trl``) works where the framework is not installed: a
+    framework is imported inside the functions that need one (the default install imports none)."""
+    frameworks = ("verl", "trl", "accelerate", "tensordict", "ray", "vllm", "openrlhf")
+    for path in sorted((ROOT / "replaycompile" / "integrations").glob("*.py")):
+        for name in _module_level_imports(path):
+            assert name.split(".")[0] not in frameworks, f"{path.name} imports {name} at module level"
+
+
 SCRIPT = textwrap.dedent("""
     import sys
     import replaycompile.backend  # what torch.compile(backend="replay") loads through the entry point
