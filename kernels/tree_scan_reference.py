@@ -3,8 +3,8 @@ specification ``tree_scan.gated_deltanet_tree`` is tested against, and its fallb
 
 ``gated_deltanet_rows`` is the layer's forward as eager runs it on ``[B, T, hidden]`` rows: padded positions
 zeroed (``apply_mask_to_padding_states``), the q/k/v/z/b/a projections, the causal depthwise conv1d (zero
-history) with SiLU, the chunked gated delta rule from a zero state (transformers' torch fallback, looked up at
-call time so a patched scan is the one both sides run), the gated RMS norm and the output projection. The
+history) with SiLU, the chunked gated delta rule from a zero state (``delta_rule.py``, ours: bitwise transformers 5.24's torch
+fallback in float32, specified by the token-by-token recurrence beside it), the gated RMS norm and the output projection. The
 per-token steps are shared with the tree scan (``project``, ``decay_and_gate``, ``gated_norm_out``), so the two
 differ only where the tree scan differs: the conv and the scan.
 """
@@ -58,19 +58,11 @@ class SplitDeltaNetWeights:
 
 
 def delta_rule():
-    """transformers' chunked gated delta rule, looked up at call time (a test may patch the module's copy), called
-    with q and k already repeated to the value heads: transformers up to 5.10 expects that of its caller, later
-    versions repeat them inside when the counts differ, so the call means the same on both."""
-    from transformers.models.qwen3_next import modeling_qwen3_next as hf
+    """The chunked gated delta rule (``delta_rule.chunk_gated_delta_rule``: our own, float32 as the layers' torch
+    fallback computes it, float64 for float64 inputs), looked up at call time so a test can swap it."""
+    from . import delta_rule as dr
 
-    scan = hf.torch_chunk_gated_delta_rule
-
-    def grouped(q, k, v, **kw):
-        r = v.shape[-2] // q.shape[-2]
-        if r > 1:  # each query/key head serves r consecutive value heads (the layers' repeat_interleave)
-            q, k = q.repeat_interleave(r, dim=-2), k.repeat_interleave(r, dim=-2)
-        return scan(q, k, v, **kw)
-    return grouped
+    return dr.chunk_gated_delta_rule
 
 
 def project(x: Tensor, w: DeltaNetWeights | SplitDeltaNetWeights, d: DeltaNetDims):

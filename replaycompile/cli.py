@@ -126,13 +126,17 @@ def demo(args) -> int:
 def bench(argv) -> int:
     """``replaycompile bench ...``: hands its arguments to bench/harness.py, which lives beside the package in a
     source checkout (the benchmark imports the peers and the older bench scripts from there);
-    ``replaycompile bench loss-forms ...`` to bench/loss_forms.py (one step written in eight loss forms)."""
+    ``replaycompile bench loss-forms ...`` to bench/loss_forms.py (one step written in eight loss forms);
+    ``replaycompile bench verl ...`` to bench/verl_step.py (verl's update step with and without replay; needs verl:
+    ``pip install -e '.[verl]'``)."""
     import importlib.util
     import pathlib
 
     script = "harness.py"
     if argv[:1] == ["loss-forms"]:
         script, argv = "loss_forms.py", argv[1:]
+    elif argv[:1] == ["verl"]:
+        script, argv = "verl_step.py", argv[1:]
     path = pathlib.Path(__file__).resolve().parents[1] / "bench" / script
     if not path.exists():
         print(f"replaycompile bench runs from a source checkout (pip install -e '.[bench]'): {path} is missing",

@@ -30,7 +30,8 @@ def float64_scan(monkeypatch):
     of both signs: in float32 they move by up to ~1e-4 relative when only the summation order changes (eager
     with sdpa against eager with eager attention differ by 7e-5 on the group batch here). The exactness tests
     of trees and of attention-before-DeltaNet run a float64 model with the scan kept in the input's dtype (the
-    fallback's own source with its float32 cast replaced), so an error of the rewrite cannot hide in that
+    fallback's own source with its float32 cast replaced, for the eager side; the tree scan's own delta rule,
+kernels/delta_rule.py, computes float64 inputs in float64 by itself), so an error of the rewrite cannot hide in that
     noise; the float32 test (DeltaNet first) compares every gradient at 1e-5."""
     import inspect
 
