@@ -92,10 +92,11 @@ def init_process_group() -> None:
         dist.init_process_group("gloo", rank=0, world_size=1)
 
 
-def bare_engine(model, dtype=torch.float32):
+def bare_engine(model, dtype=torch.float32, **engine_config):
     """verl's ``FSDPEngineWithLMHead`` around an unwrapped ``model``: the attributes its forward path reads, as
-    ``initialize`` would set them for one process without sequence parallelism (``_autocast_dtype`` float32:
-    verl's mixed-precision param dtype for an fp32 run, no autocast)."""
+    ``__init__`` and ``initialize`` set them for one process without sequence parallelism (``_autocast_dtype``
+    float32: verl's mixed-precision param dtype for an fp32 run, no autocast; the entropy function compiled with
+    ``torch.compile(dynamic=True)`` as verl does by default, ``use_torch_compile=True``)."""
     import verl.utils.torch_functional as verl_F
     from verl.workers.config import FSDPEngineConfig
     from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
@@ -108,9 +109,12 @@ def bare_engine(model, dtype=torch.float32):
     eng.use_ulysses_sp = False
     eng.ulysses_sequence_parallel_size = 1
     eng.pad_to_length = None
-    eng.engine_config = FSDPEngineConfig()
+    eng.engine_config = FSDPEngineConfig(**engine_config)
     eng._autocast_dtype = dtype
-    eng.compute_entropy_from_logits = verl_F.entropy_from_logits
+    entropy = (verl_F.entropy_from_logits_with_chunking if eng.engine_config.entropy_from_logits_with_chunking
+               else verl_F.entropy_from_logits)
+    eng.compute_entropy_from_logits = (torch.compile(entropy, dynamic=True) if eng.engine_config.use_torch_compile
+                                       else entropy)
     return eng
 
 
