@@ -77,21 +77,23 @@ def assert_packed(engine, n):
     assert all(s["tokens_computed"] < s["tokens_in"] for s in recent), recent
 
 
-@pytest.mark.parametrize("loss_agg_mode,loss_mode,temperature", [
-    ("token-mean", "vanilla", 1.0),
-    ("seq-mean-token-mean", "vanilla", 0.7),
-    ("seq-mean-token-sum-norm", "gspo", 1.0),
-    ("token-mean", "clip_cov", 1.0),
+@pytest.mark.parametrize("loss_agg_mode,loss_mode,temperature,remove_padding", [
+    ("token-mean", "vanilla", 1.0, True),
+    ("seq-mean-token-mean", "vanilla", 0.7, True),
+    ("seq-mean-token-sum-norm", "gspo", 1.0, True),
+    ("token-mean", "clip_cov", 1.0, True),
+    ("token-mean", "vanilla", 1.0, False),
 ])
-def test_update_step_equals_verl(model, loss_agg_mode, loss_mode, temperature):
-    """Two micro-batches of one GRPO group each (micro_batch_size_per_gpu = G), padding removed (verl's default),
-    entropy bonus and KL loss on: each micro-batch packs, and loss, metrics and gradients are verl's."""
+def test_update_step_equals_verl(model, loss_agg_mode, loss_mode, temperature, remove_padding):
+    """Two micro-batches of one GRPO group each (micro_batch_size_per_gpu = G), padding removed (verl's default)
+    or kept, entropy bonus and KL loss on: each micro-batch packs, and loss, metrics and gradients are verl's."""
     cfg = vs.actor_config(loss_agg_mode=loss_agg_mode, policy_loss={"loss_mode": loss_mode})
     loss_fn = functools.partial(ppo_loss, config=cfg)
     ev, er = engines(model)
     data = rows()
-    out_v = vs.train_step(ev, vs.verl_batch(*data, prompt_len=P, micro_batch_size=4, temperature=temperature), loss_fn)
-    out_r = vs.train_step(er, vs.verl_batch(*data, prompt_len=P, micro_batch_size=4, temperature=temperature), loss_fn)
+    kw = dict(prompt_len=P, micro_batch_size=4, temperature=temperature, use_remove_padding=remove_padding)
+    out_v = vs.train_step(ev, vs.verl_batch(*data, **kw), loss_fn)
+    out_r = vs.train_step(er, vs.verl_batch(*data, **kw), loss_fn)
     assert_same_step(out_v, out_r, ev.module, er.module)
     assert_packed(er, 2)
     assert set(vs.metric_values(out_r["metrics"])) >= {rverl.METRIC_TOKENS_IN, rverl.METRIC_TOKENS_COMPUTED}
