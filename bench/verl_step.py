@@ -210,13 +210,45 @@ def train_step(engine, td, loss_fn):
 
 # --------------------------------------------------------------------------------------------- benchmark
 
+# name -> (use_remove_padding, batched log-probs); verl_replay removes padding as verl does by default
+SYSTEMS = {"verl": (True, False), "verl_batched": (True, True), "verl_padded": (False, False),
+           "verl_padded_batched": (False, True), "verl_replay": (True, False)}
+
+
+@contextlib.contextmanager
+def batched_logprobs():
+    """verl's engine with its log-probs computed in one batched op (``gather - logsumexp`` over the whole
+    ``[tokens, vocab]`` logits). Without flash-attn's fused cross-entropy (a GPU kernel) verl falls back to
+    ``logprobs_from_logits_v2``, which loops in Python over the rows: for the padding-removed ``[N, vocab]`` logits
+    that is one ``logsumexp`` per token (9K of them at the reference shape), a cost a GPU user does not pay. The
+    batched form is the same formula (``logprobs_from_logits_v2``'s float32 branch without its loop)."""
+    import verl.workers.engine.fsdp.transformer_impl as impl
+
+    def batched(logits, labels, inplace_backward=True):
+        return logits.gather(-1, labels.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+
+    prev = impl.logprobs_from_logits
+    impl.logprobs_from_logits = batched
+    try:
+        yield
+    finally:
+        impl.logprobs_from_logits = prev
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prompt", type=int, default=None, help="prompt length (default: the reference 1024)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="tiny shapes, inner aot_eager")
     ap.add_argument("--inner", default=None, help="replay's inner compiler (default inductor; aot_eager with --quick)")
+    ap.add_argument("--systems", nargs="+", choices=list(SYSTEMS), default=["verl", "verl_batched", "verl_padded",
+                                                                             "verl_replay"])
+    ap.add_argument("--baseline-micro-batch", type=int, default=None,
+                    help="micro_batch_size_per_gpu of the verl baselines (default G: the whole group; smaller where "
+                         "their [rows, T, vocab] logits would not fit in memory); replay takes the whole group")
     args = ap.parse_args(argv)
+    if "verl_replay" not in args.systems or len(args.systems) < 2:
+        ap.error("--systems needs verl_replay and at least one verl baseline")
 
     sys.path.insert(0, HERE)
     import transformers
@@ -228,36 +260,42 @@ def main(argv=None) -> int:
     mcfg, (g, p, cmin, cmax) = reference_config(quick=args.quick)
     p = args.prompt or p
     inner = args.inner or ("aot_eager" if args.quick else "inductor")
+    mbs = {n: g if n == "verl_replay" else (args.baseline_micro_batch or g) for n in SYSTEMS}
     cfg = transformers.Qwen3Config(**mcfg, max_position_embeddings=max(4096, 2 * (p + cmax)))
     cfg._attn_implementation = "sdpa"
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg).float().train()
-    systems = {"verl": bare_engine(model), "verl_padded": bare_engine(copy.deepcopy(model)),
-               "verl_replay": compile_engine(bare_engine(copy.deepcopy(model)), inner=inner)}
-    remove_padding = {"verl": True, "verl_padded": False, "verl_replay": True}
+    systems = {}
+    for name in args.systems:
+        eng = bare_engine(copy.deepcopy(model))
+        systems[name] = compile_engine(eng, inner=inner) if name == "verl_replay" else eng
     loss_fn = functools.partial(ppo_loss, config=actor_config(rollout_n=g, ppo_mini_batch_size=g,
                                                               ppo_micro_batch_size_per_gpu=g))
     rows = rollout_rows(1, g, p, cmin, cmax, mcfg["vocab_size"], seed=1)
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads; "
-          f"model {mcfg}; G={g}, prompt {p}, completions {cmin}-{cmax}; verl {_verl_version()}; replay inner {inner}",
-          flush=True)
+          f"model {mcfg}; G={g}, prompt {p}, completions {cmin}-{cmax}; verl {_verl_version()}; replay inner {inner}; "
+          f"micro-batch rows {mbs}", flush=True)
 
     def run(name):
-        t = time.perf_counter()
-        out = train_step(systems[name], verl_batch(*rows, prompt_len=p, use_remove_padding=remove_padding[name]),
-                         loss_fn)
-        return time.perf_counter() - t, out
+        remove_padding, batched = SYSTEMS[name]
+        td = verl_batch(*rows, prompt_len=p, micro_batch_size=mbs[name], use_remove_padding=remove_padding)
+        with batched_logprobs() if batched else contextlib.nullcontext():
+            t = time.perf_counter()
+            out = train_step(systems[name], td, loss_fn)
+            return time.perf_counter() - t, out
 
     first = {}
     for name in systems:  # first calls: compilation, and the exactness check
         first[name] = run(name)
         print(f"first call {name}: {first[name][0]:.1f} s", flush=True)
-    m1, m2 = systems["verl"].module, systems["verl_replay"].module
-    loss_rel = abs(first["verl"][1]["loss"][0] - first["verl_replay"][1]["loss"][0]) / abs(first["verl"][1]["loss"][0])
+    baselines = [n for n in systems if n != "verl_replay"]
+    ref = baselines[0]
+    loss = {n: sum(first[n][1]["loss"]) for n in systems}  # ppo_loss normalises globally: micro-batches sum
+    loss_rel = abs(loss[ref] - loss["verl_replay"]) / abs(loss[ref])
+    m1, m2 = systems[ref].module, systems["verl_replay"].module
     worst = max(((a.grad - b.grad).norm() / a.grad.norm().clamp(min=1e-30)).item()
                 for a, b in zip(m1.parameters(), m2.parameters()) if a.grad is not None)
     st = systems["verl_replay"].replay_stats[-1]
-    padded_rel = abs(first["verl"][1]["loss"][0] - first["verl_padded"][1]["loss"][0]) / abs(first["verl"][1]["loss"][0])
     times = {n: [] for n in systems}
     order = list(systems)
     for rep in range(args.reps):
@@ -267,14 +305,18 @@ def main(argv=None) -> int:
             print(f"  rep {rep + 1}/{args.reps} {name}: {times[name][-1]:.3f} s", flush=True)
     med = {n: statistics.median(v) for n, v in times.items()}
     tokens_in = int(rows[1].sum())
-    best = min(("verl", "verl_padded"), key=med.get)
-    print(f"| system | median s | replay speedup over it |\n|---|---|---|")
+    best = min(baselines, key=med.get)
+    print("| system | padding removed | batched log-probs | micro-batch rows | median s | replay speedup over it |\n"
+          "|---|---|---|---|---|---|")
     for n in systems:
-        print(f"| {n} | {med[n]:.3f} | {med[n] / med['verl_replay']:.2f}x |")
-    print(f"verl padded vs padding removed: loss rel {padded_rel:.1e}; the faster verl here: {best}")
+        print(f"| {n} | {SYSTEMS[n][0]} | {SYSTEMS[n][1]} | {mbs[n]} | {med[n]:.3f} | "
+              f"{med[n] / med['verl_replay']:.2f}x |")
+    for n in baselines[1:]:
+        print(f"{n} vs {ref}: loss rel {abs(loss[n] - loss[ref]) / abs(loss[ref]):.1e}")
+    print(f"the faster verl here: {best}")
     print(f"verl_replay: packed {st['applied']}, tokens computed {st['tokens_computed']} of {tokens_in} "
           f"(ideal speedup by tokens {tokens_in / max(st['tokens_computed'], 1):.2f}x); loss rel {loss_rel:.1e}, "
-          f"worst grad rel {worst:.1e}")
+          f"worst grad rel {worst:.1e} (against {ref})")
     target = 3.0 if p <= 1024 else 4.0
     ratio = med[best] / med["verl_replay"]
     print(f"verl update step with replay >= {target:g}x verl's own ({best}) at prompt {p}, exact: {ratio:.2f}x, loss "
