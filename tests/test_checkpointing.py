@@ -14,6 +14,18 @@ import replaycompile.backend as backend
 from replaycompile.models import tiny_model
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
 
+@pytest.fixture(autouse=True)
+def checkpoint_side_effects_not_replayed():
+    """transformers >= 5.25 with Hugging Face's ``kernels`` installed (which 5.25 pulls in) sets kernels'
+    ``_ACTIVE_KERNEL_FUNCS`` context variable inside each decoder layer's forward; inside a checkpointed layer
+    Dynamo refuses that side effect ("HOP: Unsafe side effect") and graph-breaks at every layer, for any backend,
+    so the layers run eager and nothing of them can be packed. The setting the README gives as the workaround
+    (the side effect is kernel routing state, which the recomputation in backward does not need) traces them
+    again; on 5.24 it changes nothing (no side effect to skip)."""
+    with torch._dynamo.config.patch(skip_fwd_side_effects_in_bwd_under_checkpoint=True):
+        yield
+
+
 MODES = {"default": None, "non_reentrant": {"use_reentrant": False}, "reentrant": {"use_reentrant": True}}
 
 

@@ -29,19 +29,22 @@ def float64_scan(monkeypatch):
     and the gradients of a DeltaNet's decay parameters (``A_log``, ``dt_bias``) are small sums of large terms
     of both signs: in float32 they move by up to ~1e-4 relative when only the summation order changes (eager
     with sdpa against eager with eager attention differ by 7e-5 on the group batch here). The exactness tests
-    of trees and of attention-before-DeltaNet run a float64 model with the scan kept in the input's dtype (the
-    fallback's own source with its float32 cast replaced, for the eager side; the tree scan's own delta rule,
-kernels/delta_rule.py, computes float64 inputs in float64 by itself), so an error of the rewrite cannot hide in that
-    noise; the float32 test (DeltaNet first) compares every gradient at 1e-5."""
-    import inspect
-
+    of trees and of attention-before-DeltaNet run a float64 model whose eager layers scan in float64 too: the
+    fallback is swapped for our chunked delta rule (kernels/delta_rule.py: the same algorithm, bitwise the
+    fallback in float32, float64 for float64 inputs; the tree scan runs it as well), so an error of the rewrite
+    cannot hide in that noise; the float32 test (DeltaNet first) compares every gradient at 1e-5 against
+    transformers' own fallback."""
     from transformers.models.qwen3_next import modeling_qwen3_next as hf
 
-    src = inspect.getsource(hf.torch_chunk_gated_delta_rule)
-    assert src.count("torch.float32") == 1, "the fallback changed: revisit this fixture"
-    ns = dict(vars(hf))
-    exec(src[src.index("def "):].replace("torch.float32", "initial_dtype"), ns)  # noqa: S102 - HF's own source
-    monkeypatch.setattr(hf, "torch_chunk_gated_delta_rule", ns["torch_chunk_gated_delta_rule"])
+    from replaycompile.kernels.delta_rule import chunk_gated_delta_rule
+
+    def scan_in_input_dtype(query, key, value, g, beta, chunk_size=64, initial_state=None,
+                            output_final_state=False, use_qk_l2norm_in_kernel=False, **kwargs):
+        return chunk_gated_delta_rule(query, key, value, g, beta, chunk_size=chunk_size, initial_state=initial_state,
+                                      output_final_state=output_final_state,
+                                      use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel)
+
+    monkeypatch.setattr(hf, "torch_chunk_gated_delta_rule", scan_in_input_dtype)
     return torch.float64
 
 

@@ -65,7 +65,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_the_entry_point_loads_no_rollout_layer():
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=dict(os.environ),
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONSAFEPATH="1"),
                          timeout=600)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stdout[-3000:] + res.stderr[-3000:]
 

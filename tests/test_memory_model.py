@@ -4,6 +4,7 @@ run of bench/long_context.py's pieces."""
 from __future__ import annotations
 
 import gc
+import os
 import pathlib
 
 import pytest
@@ -108,7 +109,10 @@ def test_prediction_within_tolerance(lc, variant):
     import sys
 
     code = f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import test_memory_model as t; t._child({variant!r})"
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    # PYTHONSAFEPATH: `-c` would put the checkout's root first on sys.path, where our kernels/ folder shadows
+    # Hugging Face's kernels package that transformers >= 5.25 imports
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, cwd=ROOT,
+                         env=dict(os.environ, PYTHONSAFEPATH="1"))
     assert res.returncode == 0, res.stderr[-3000:]
     got = json.loads(res.stdout.strip().splitlines()[-1])
     peak, stats = got["peak"], got["stats"]

@@ -56,6 +56,10 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_the_torch_paths_run_without_triton():
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]))
+    # PYTHONSAFEPATH: not the checkout's root first on sys.path (`-c` puts the working directory there), where our
+    # kernels/ folder shadows Hugging Face's kernels package that transformers >= 5.25 imports
+    # (an empty PYTHONPATH entry would mean the working directory too)
+    paths = [os.path.dirname(__file__)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), PYTHONSAFEPATH="1")
     res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stdout[-3000:] + res.stderr[-3000:]
