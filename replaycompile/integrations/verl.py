@@ -44,6 +44,8 @@ from contextlib import nullcontext
 
 import torch
 
+from .trl import _fresh_stats, _stats_call  # the stats of one forward, as the TRL integration reads them
+
 log = logging.getLogger("replaycompile")
 
 __all__ = ["compile_engine", "METRIC_TOKENS_IN", "METRIC_TOKENS_COMPUTED", "METRIC_APPLIED"]
@@ -240,22 +242,6 @@ def _forward_step(engine, original, step, micro_batch, loss_function, forward_on
     metrics[METRIC_TOKENS_COMPUTED] = local["tokens_computed"]
     metrics[METRIC_APPLIED] = float(local["applied"])
     return loss, {"model_output": detach_tree(model_output), "loss": loss.detach().item(), "metrics": metrics}
-
-
-def _stats_call():
-    from replaycompile.stats import last_stats
-
-    st = last_stats()
-    return None if st is None else st.get("call")
-
-
-def _fresh_stats(before):
-    from replaycompile.stats import last_stats
-
-    st = last_stats()
-    if st is None or st.get("call") == before:
-        return None
-    return st
 
 
 # ------------------------------------------------------------------------------------------- group placement
