@@ -7,7 +7,8 @@ leaves the layer (use_cache=True) are declined with a reason that names the laye
 
 The compiled steps here use inner="eager": torch's aot_eager fails on Qwen3-Next's backward in torch 2.13
 ("view size is not compatible with input tensor's size and stride", a `view` of the `cat` of the split q/k/v/z
-gradients), with or without this backend (test_aot_eager_fails_on_qwen3_next_without_replay)."""
+gradients) up to transformers 5.24, with or without this backend
+(test_plain_aot_eager_on_qwen3_next_fails_the_known_way_or_is_exact)."""
 
 from __future__ import annotations
 
@@ -244,12 +245,19 @@ def test_qwen3_next_detach_prefix_is_declined_naming_the_layer():
 
 
 @pytest.mark.slow
-def test_aot_eager_fails_on_qwen3_next_without_replay():
-    """Why this file compiles with inner="eager": plain aot_eager (no replay) fails on Qwen3-Next's backward in
-    torch 2.13. When this starts passing, switch the tests above to aot_eager."""
+def test_plain_aot_eager_on_qwen3_next_fails_the_known_way_or_is_exact():
+    """Why this file compiles with inner="eager": plain aot_eager (no replay) fails on Qwen3-Next's backward with
+    torch 2.13 and transformers up to 5.24 (a `view` of the `cat` of the split q/k/v/z gradients). From 5.25 the
+    model's code compiles there. Either way the outcome is checked: the known error, or loss and every gradient
+    equal eager's. Where every transformers the range tests compiles it, switch the tests above to aot_eager."""
     model = tiny_model("qwen3_next", layer_types=["linear_attention", "full_attention"], mlp_only_layers=[0, 1])
-    with pytest.raises(RuntimeError, match="view size is not compatible"):
-        run(torch.compile(step_loss, backend="aot_eager", dynamic=True), model, *group_batch(lens=(6, 2, 6, 5, 1)))
+    batch = group_batch(lens=(6, 2, 6, 5, 1))
+    try:
+        got = run(torch.compile(step_loss, backend="aot_eager", dynamic=True), model, *batch)
+    except RuntimeError as e:
+        assert "view size is not compatible" in str(e), e
+        return
+    assert_same_step(run(step_loss, model, *batch), got)
 
 
 @pytest.mark.slow
