@@ -50,8 +50,9 @@ def update_page_bounds(kmax: Tensor, kmin: Tensor, key: Tensor, slot_mapping: Te
         kmax[fresh] = float("-inf")
         kmin[fresh] = float("inf")
     k = key.to(torch.float32)
-    kmax.index_reduce_(0, blocks, k, "amax")
-    kmin.index_reduce_(0, blocks, k, "amin")
+    index = blocks[:, None, None].expand_as(k)
+    kmax.scatter_reduce_(0, index, k, "amax")
+    kmin.scatter_reduce_(0, index, k, "amin")
 
 
 def page_budget(seq_lens: Tensor, table: Tensor, bucket_tokens: int, page_size: int, sink: int,

@@ -128,7 +128,8 @@ def bench(argv) -> int:
     source checkout (the benchmark imports the peers and the older bench scripts from there);
     ``replaycompile bench loss-forms ...`` to bench/loss_forms.py (one step written in eight loss forms);
     ``replaycompile bench verl ...`` to bench/verl_step.py (verl's update step with and without replay; needs verl:
-    ``pip install -e '.[verl]'``)."""
+    ``pip install -e '.[verl]'``); ``replaycompile bench vllm ...`` to bench/vllm_sparrow.py (stock vLLM against
+    the Sparrow plugin; needs ``pip install -e '.[vllm]'``)."""
     import importlib.util
     import pathlib
 
@@ -137,6 +138,8 @@ def bench(argv) -> int:
         script, argv = "loss_forms.py", argv[1:]
     elif argv[:1] == ["verl"]:
         script, argv = "verl_step.py", argv[1:]
+    elif argv[:1] == ["vllm"]:
+        script, argv = "vllm_sparrow.py", argv[1:]
     path = pathlib.Path(__file__).resolve().parents[1] / "bench" / script
     if not path.exists():
         print(f"replaycompile bench runs from a source checkout (pip install -e '.[bench]'): {path} is missing",

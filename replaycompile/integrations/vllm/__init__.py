@@ -23,7 +23,8 @@ The attention backend (``attention.py``) replaces vLLM's ``CPU_ATTN`` through vL
 schedule it is vLLM's own. With one, in every step the scheduler makes (prefill, decode, both mixed), each decode
 row of a sparse layer reads the pages its KV length budgets, chosen per KV head from page summaries kept when the
 cache is written; prefill rows, dense layers and decode rows whose budget covers every page run vLLM's kernel
-unchanged. Counters per worker: ``stats`` (through ``LLM.collective_rpc``) and a log line every 256 steps.
+unchanged. Counters per worker: ``llm.collective_rpc("sparrow_stats")`` (``SparrowWorkerExtension``) and a log line
+every 256 steps.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import os
 from replaycompile.schedule import SparrowSchedule
 
 __all__ = ["register", "schedule_path", "load_engine_schedule", "SETTING", "ENV_SCHEDULE", "KERNEL_SETTING",
-           "worker_stats", "set_worker_schedule"]
+           "SparrowWorkerExtension", "worker_stats", "set_worker_schedule"]
 
 log = logging.getLogger("replaycompile")
 
@@ -89,6 +90,9 @@ def load_engine_schedule(path) -> SparrowSchedule:
         schedule = SparrowSchedule.load(path)
     except ValueError as e:
         raise ValueError(f"replaycompile sparrow: schedule file {path!r} is not a usable Sparrow schedule: {e}") from e
+    if schedule.page_score != "bound":
+        raise ValueError(f"replaycompile sparrow: schedule file {path!r} scores pages by {schedule.page_score!r}; the "
+                         f"vLLM plugin keeps per-page key bounds only, so it scores by 'bound'")
     if schedule.sink_pages < 1 or schedule.local_pages < 1:
         raise ValueError(f"replaycompile sparrow: schedule file {path!r} keeps {schedule.sink_pages} sink and "
                          f"{schedule.local_pages} local page(s): the floor in vLLM is one of each (the first page "
@@ -115,6 +119,8 @@ def configure_engine(vllm_config) -> None:
                          f"page_size {schedule.page_size}: a Sparrow page is one KV cache block, so leave block_size "
                          f"unset (the plugin sets it) or make them equal")
     cache.block_size = schedule.page_size
+    if not vllm_config.parallel_config.worker_extension_cls:
+        vllm_config.parallel_config.worker_extension_cls = f"{__name__}.SparrowWorkerExtension"
     # the workers read the setting from the config they are sent, whichever way the user gave it
     vllm_config.additional_config = {**extra, SETTING: os.path.abspath(path), KERNEL_SETTING: kernel}
     from .graph import install_graph_pass
@@ -125,16 +131,32 @@ def configure_engine(vllm_config) -> None:
              schedule.sink_pages, schedule.local_pages, list(schedule.dense_layers), kernel)
 
 
+class SparrowWorkerExtension:
+    """Methods vLLM adds to its workers (``worker_extension_cls``; the plugin sets it when the engine has none), so
+    the driver reaches the counters and the page table by name: ``llm.collective_rpc("sparrow_stats")`` returns one
+    dict per worker, ``llm.collective_rpc("sparrow_set_pages", args=(pages,))`` recalibrates (the compiled graphs
+    read the new table at the next step). An engine with its own extension class can pass the module functions
+    below to ``collective_rpc`` instead (vLLM then needs ``VLLM_ALLOW_INSECURE_SERIALIZATION=1`` to send them)."""
+
+    def sparrow_stats(self) -> dict:
+        return worker_stats()
+
+    def sparrow_set_pages(self, pages) -> None:
+        set_worker_schedule(None, pages)
+
+
 def worker_stats(worker=None) -> dict:
-    """This worker's Sparrow counters (``llm.collective_rpc(worker_stats)`` returns one dict per worker)."""
+    """This worker's Sparrow counters (``attention.Stats``)."""
     from .attention import STATS
 
     return STATS.as_dict()
 
 
 def set_worker_schedule(worker, pages) -> None:
-    """Replace the page table in a worker (``llm.collective_rpc(set_worker_schedule, args=(pages,))``): the
-    compiled graphs read it at the next step."""
+    """Replace this worker's page table (validated as ``SparrowSchedule.set_pages`` does)."""
     from .attention import runtime
 
-    runtime().set_pages(pages)
+    rt = runtime()
+    if rt is None:
+        raise RuntimeError("replaycompile sparrow: this engine runs without a Sparrow schedule")
+    rt.set_pages(pages)

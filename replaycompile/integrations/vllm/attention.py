@@ -104,12 +104,14 @@ class Stats:
     pages_read: int = 0
     pages_dense: int = 0
     layer_calls: dict = field(default_factory=lambda: {"graph": 0, "eager": 0})
+    row_heads: int = 0  # (sparse decode row, KV head) pairs over the sparse layer calls
     graph_rewrites: int = 0  # attention ops the post-grad pass rewrote (in this process's compiles)
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__, layer_calls=dict(self.layer_calls))
-        d["pages_read_per_sparse_token"] = self.pages_read / max(self.sparse_rows, 1)
-        d["pages_dense_per_sparse_token"] = self.pages_dense / max(self.sparse_rows, 1)
+        # per decoded token, layer and KV head: what a sparse row read, and what dense decoding reads there
+        d["pages_read_per_token_head"] = self.pages_read / max(self.row_heads, 1)
+        d["pages_dense_per_token_head"] = self.pages_dense / max(self.row_heads, 1)
         return d
 
     def maybe_log(self) -> None:
@@ -231,6 +233,11 @@ class SparrowCPUMetadataBuilder(CPUAttentionMetadataBuilder):
         md = super().build(common_prefix_len, common_attn_metadata, fast_build)
         md.sparrow = None
         rt = runtime(self.vllm_config)
+        if rt is not None and self.block_size != rt.schedule.page_size:
+            raise RuntimeError(
+                f"replaycompile sparrow: this engine's KV block size is {self.block_size} but schedule {rt.path!r} "
+                f"has page_size {rt.schedule.page_size}: the plugin did not configure the engine in the process "
+                f"that created it (is 'replaycompile_sparrow' left out of VLLM_PLUGINS there?)")
         if rt is not None and common_attn_metadata.causal is True and not self.is_cross_attention:
             md.sparrow = StepInfo(self.num_heads, self.num_kv_heads, self.head_dim, self.dtype, self.window_size,
                                   self.isa, self.kv_cache_dtype, self.block_size)
@@ -322,6 +329,7 @@ class SparrowCPUAttentionImpl(CPUAttentionBackendImpl):
                                        s.local_pages)
         STATS.pages_read += int(plan.budget.sum()) * self.num_kv_heads
         STATS.pages_dense += plan.pages_dense * self.num_kv_heads
+        STATS.row_heads += plan.sparse_rows.numel() * self.num_kv_heads
         n, hq, d = q.shape
         if rt.kernel == "torch":
             o = gathered_decode(q, kv_cache, blocks, plan.lengths, self.scale)
