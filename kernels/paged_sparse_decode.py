@@ -9,7 +9,7 @@ stored transposed ([D, block_size], so the kernel reads them as a matrix) and it
 back from the cache. A Sparrow page is one cache block.
 
 * ``update_page_bounds``: fold the keys a step writes (``slot_mapping``: block * block_size + offset) into each
-  block's elementwise key max and min per KV head, resetting a block whose offset 0 is written (a block is filled
+  block's elementwise key max and min per KV head (``new_page_bounds``: both in one tensor), resetting a block whose offset 0 is written (a block is filled
   from its start: a write at offset 0 means the block now holds a new sequence).
 * ``select_pages``: for each decode row and KV head, the pages to read: the sink pages at the start, the local
   pages ending at the current token, and the best of the rest by Quest's bound against the GQA group's mean query;
@@ -28,15 +28,24 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["update_page_bounds", "page_budget", "select_pages", "gathered_decode", "virtual_cache", "VEC_LAYOUTS"]
+__all__ = ["new_page_bounds", "update_page_bounds", "page_budget", "select_pages", "gathered_decode", "virtual_cache", "VEC_LAYOUTS"]
 
 # ISAs whose block layout gathered_decode reads (keys transposed per block, values as written)
 VEC_LAYOUTS = ("vec", "vec16")
 
 
-def update_page_bounds(kmax: Tensor, kmin: Tensor, key: Tensor, slot_mapping: Tensor, block_size: int) -> None:
-    """Fold the written keys [N, Hkv, D] into kmax / kmin [num_blocks, Hkv, D] (float32) in place. Slots < 0
-    (padding tokens) are skipped."""
+def new_page_bounds(num_blocks: int, num_kv_heads: int, head_dim: int, device=None) -> Tensor:
+    """Empty page summaries: float32 [num_blocks, Hkv, 2, D], the elementwise key max (index 0) and min (index 1)
+    per block and KV head, side by side so that one gather and one matrix product score a page."""
+    bounds = torch.empty(num_blocks, num_kv_heads, 2, head_dim, dtype=torch.float32, device=device)
+    bounds[:, :, 0] = float("-inf")
+    bounds[:, :, 1] = float("inf")
+    return bounds
+
+
+def update_page_bounds(bounds: Tensor, key: Tensor, slot_mapping: Tensor, block_size: int) -> None:
+    """Fold the written keys [N, Hkv, D] into ``bounds`` (``new_page_bounds``) in place. Slots < 0 (padding
+    tokens) are skipped."""
     n = key.shape[0]
     slots = slot_mapping[:n].to(torch.int64)
     ok = slots >= 0
@@ -47,12 +56,12 @@ def update_page_bounds(kmax: Tensor, kmin: Tensor, key: Tensor, slot_mapping: Te
     blocks = slots // block_size
     fresh = blocks[slots % block_size == 0]
     if fresh.numel():
-        kmax[fresh] = float("-inf")
-        kmin[fresh] = float("inf")
+        bounds[fresh, :, 0] = float("-inf")
+        bounds[fresh, :, 1] = float("inf")
     k = key.to(torch.float32)
     index = blocks[:, None, None].expand_as(k)
-    kmax.scatter_reduce_(0, index, k, "amax")
-    kmin.scatter_reduce_(0, index, k, "amin")
+    bounds[:, :, 0].scatter_reduce_(0, index, k, "amax")
+    bounds[:, :, 1].scatter_reduce_(0, index, k, "amin")
 
 
 def page_budget(seq_lens: Tensor, table: Tensor, bucket_tokens: int, page_size: int, sink: int,
@@ -64,25 +73,27 @@ def page_budget(seq_lens: Tensor, table: Tensor, bucket_tokens: int, page_size: 
     return torch.minimum(n_pages, table.to(torch.int64)[bucket] + sink + local)
 
 
-def select_pages(query: Tensor, kmax: Tensor, kmin: Tensor, block_table: Tensor, seq_lens: Tensor, budget: Tensor,
+def select_pages(query: Tensor, bounds: Tensor, block_table: Tensor, seq_lens: Tensor, budget: Tensor,
                  page_size: int, sink: int, local: int) -> tuple[Tensor, Tensor]:
     """Per-KV-head block tables of the pages each decode row reads.
 
-    query [n, Hq, D] (one token per row), block_table [n, >= pages] (int), seq_lens [n] (the KV length, current
-    token included), budget [n] (``page_budget``). Returns (int32 [n * Hkv, S] virtual block ids, int32 [n * Hkv]
-    attended lengths), rows ordered (row, head); S = max budget, entries past a row's budget repeat its last page
-    (never read: the length stops before them)."""
+    query [n, Hq, D] (one token per row), bounds [num_blocks, Hkv, 2, D] (``update_page_bounds``), block_table
+    [n, >= pages] (int), seq_lens [n] (the KV length, current token included), budget [n] (``page_budget``).
+    Returns (int32 [n * Hkv, S] virtual block ids, int32 [n * Hkv] attended lengths), rows ordered (row, head);
+    S = max budget, entries past a row's budget repeat its last page (never read: the length stops before them)."""
     n, hq, d = query.shape
-    hkv = kmax.shape[1]
+    hkv = bounds.shape[1]
     seq = seq_lens.to(torch.int64)
     n_pages = (seq + page_size - 1) // page_size
     p = int(n_pages.max())
     s = int(budget.max())
     blocks = block_table[:, :p].to(torch.int64)  # [n, P]
     qm = query.reshape(n, hkv, hq // hkv, d).to(torch.float32).mean(2)  # [n, Hkv, D]
-    # Quest's bound sum_d max(q_d kmax_d, q_d kmin_d) as two matrix-vector products
-    scores = (torch.einsum("nphd,nhd->nhp", kmax[blocks], qm.clamp_min(0))
-              + torch.einsum("nphd,nhd->nhp", kmin[blocks], qm.clamp_max(0)))
+    # Quest's bound sum_d max(q_d kmax_d, q_d kmin_d) = q+ . kmax + q- . kmin: one gather, one batched product
+    # (a multiply and a sum over the gathered rows in place: a batched matmul would first copy them head-major)
+    q2 = torch.stack([qm.clamp_min(0), qm.clamp_max(0)], 2).reshape(n, 1, hkv, 2 * d)
+    picked = bounds.index_select(0, blocks.reshape(-1)).view(n, p, hkv, 2 * d)
+    scores = (picked * q2).sum(-1).transpose(1, 2)  # [n, Hkv, P]
     ids = torch.arange(p, device=query.device)
     real = ids[None] < n_pages[:, None]  # [n, P]
     reserved = ((ids[None] < sink) | (ids[None] >= n_pages[:, None] - local)) & real

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from replaycompile.kernels.paged_sparse_decode import (
     gathered_decode,
+    new_page_bounds,
     page_budget,
     select_pages,
     update_page_bounds,
@@ -38,8 +39,7 @@ def build(n, hkv, g, d, bs, lengths, seed, num_blocks=None):
     nb = num_blocks or sum(pages) + 3
     perm = torch.randperm(nb, generator=gen)
     cache = torch.zeros(nb, hkv, bs, 2 * d)
-    kmax = torch.full((nb, hkv, d), float("-inf"))
-    kmin = torch.full((nb, hkv, d), float("inf"))
+    bounds = new_page_bounds(nb, hkv, d)
     table = torch.zeros(n, max(pages), dtype=torch.int32)
     keys, values, used = [], [], 0
     for r, L in enumerate(lengths):
@@ -52,13 +52,13 @@ def build(n, hkv, g, d, bs, lengths, seed, num_blocks=None):
         write_vec_cache(cache, k, v, slots)
         # the cache is written in steps (a prefill chunk, then tokens one at a time), as vLLM writes it
         cut = max(1, L // 2)
-        update_page_bounds(kmax, kmin, k[:cut], slots[:cut], bs)
+        update_page_bounds(bounds, k[:cut], slots[:cut], bs)
         for t in range(cut, L):
-            update_page_bounds(kmax, kmin, k[t:t + 1], slots[t:t + 1], bs)
+            update_page_bounds(bounds, k[t:t + 1], slots[t:t + 1], bs)
         keys.append(k.transpose(0, 1))
         values.append(v.transpose(0, 1))
     q = torch.randn(n, hkv * g, d, generator=gen)
-    return q, cache, kmax, kmin, table, keys, values
+    return q, cache, bounds, table, keys, values
 
 
 @settings(max_examples=25, deadline=None)
@@ -68,10 +68,10 @@ def build(n, hkv, g, d, bs, lengths, seed, num_blocks=None):
 def test_selection_and_gathered_decode_match_the_reference(n, hkv, g, bs, lengths, topk, sink, local, seed):
     d = 8
     lengths = lengths[:n]
-    q, cache, kmax, kmin, table, keys, values = build(n, hkv, g, d, bs, lengths, seed)
+    q, cache, bounds, table, keys, values = build(n, hkv, g, d, bs, lengths, seed)
     seq = torch.tensor(lengths)
     budget = page_budget(seq, torch.tensor([topk]), 1 << 20, bs, sink, local)
-    blocks, lens = select_pages(q, kmax, kmin, table, seq, budget, bs, sink, local)
+    blocks, lens = select_pages(q, bounds, table, seq, budget, bs, sink, local)
     out = gathered_decode(q, cache, blocks, lens, scale=d ** -0.5)
     ref = paged_sparse_decode_reference(q, keys, values, [topk] * n, bs, sink, local, d ** -0.5)
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
@@ -80,11 +80,11 @@ def test_selection_and_gathered_decode_match_the_reference(n, hkv, g, bs, length
 def test_full_budget_is_dense_attention():
     n, hkv, g, d, bs = 3, 2, 2, 8, 8
     lengths = [45, 8, 17]
-    q, cache, kmax, kmin, table, keys, values = build(n, hkv, g, d, bs, lengths, seed=3)
+    q, cache, bounds, table, keys, values = build(n, hkv, g, d, bs, lengths, seed=3)
     seq = torch.tensor(lengths)
     budget = page_budget(seq, torch.tensor([1000]), 1 << 20, bs, 1, 1)
     assert budget.tolist() == [6, 1, 3]  # every page
-    blocks, lens = select_pages(q, kmax, kmin, table, seq, budget, bs, 1, 1)
+    blocks, lens = select_pages(q, bounds, table, seq, budget, bs, 1, 1)
     out = gathered_decode(q, cache, blocks, lens, scale=d ** -0.5)
     for r in range(n):
         k, v = keys[r].repeat_interleave(g, 0), values[r].repeat_interleave(g, 0)
@@ -95,17 +95,16 @@ def test_full_budget_is_dense_attention():
 def test_page_bounds_reset_when_a_block_is_reused():
     """A block written from offset 0 again holds a new sequence: its bounds are the new keys', not both."""
     nb, hkv, d, bs = 4, 2, 8, 8
-    kmax = torch.full((nb, hkv, d), float("-inf"))
-    kmin = torch.full((nb, hkv, d), float("inf"))
+    bounds = new_page_bounds(nb, hkv, d)
     old = torch.full((bs, hkv, d), 100.0)
-    update_page_bounds(kmax, kmin, old, torch.arange(bs) + 2 * bs, bs)
+    update_page_bounds(bounds, old, torch.arange(bs) + 2 * bs, bs)
     new = torch.randn(3, hkv, d)
-    update_page_bounds(kmax, kmin, new, torch.arange(3) + 2 * bs, bs)
-    torch.testing.assert_close(kmax[2], new.amax(0))
-    torch.testing.assert_close(kmin[2], new.amin(0))
+    update_page_bounds(bounds, new, torch.arange(3) + 2 * bs, bs)
+    torch.testing.assert_close(bounds[2, :, 0], new.amax(0))
+    torch.testing.assert_close(bounds[2, :, 1], new.amin(0))
     # padding slots (-1) are skipped and other blocks are untouched
-    update_page_bounds(kmax, kmin, torch.full((2, hkv, d), 1e9), torch.tensor([-1, -1]), bs)
-    assert bool(torch.isinf(kmax[0]).all()) and float(kmax.max()) < 1e9
+    update_page_bounds(bounds, torch.full((2, hkv, d), 1e9), torch.tensor([-1, -1]), bs)
+    assert bool(torch.isinf(bounds[0]).all()) and float(bounds[:, :, 0].max()) < 1e9
 
 
 def test_selection_is_per_kv_head():
@@ -115,14 +114,13 @@ def test_selection_is_per_kv_head():
     key = torch.full((L, hkv, d), -1.0)
     key[2 * bs:3 * bs, 0] = 5.0  # head 0's match: page 2
     key[4 * bs:5 * bs, 1] = 5.0  # head 1's match: page 4
-    kmax = torch.full((8, hkv, d), float("-inf"))
-    kmin = torch.full((8, hkv, d), float("inf"))
-    update_page_bounds(kmax, kmin, key, torch.arange(L), bs)
+    bounds = new_page_bounds(8, hkv, d)
+    update_page_bounds(bounds, key, torch.arange(L), bs)
     q = torch.ones(1, hkv * g, d)
     table = torch.arange(6, dtype=torch.int32)[None]
     seq = torch.tensor([L])
     budget = page_budget(seq, torch.tensor([1]), 1 << 20, bs, 1, 1)
-    blocks, _ = select_pages(q, kmax, kmin, table, seq, budget, bs, 1, 1)
+    blocks, _ = select_pages(q, bounds, table, seq, budget, bs, 1, 1)
     pages = (blocks // hkv).tolist()
     assert pages == [[0, 2, 5], [0, 4, 5]], pages
     assert (blocks % hkv).tolist() == [[0, 0, 0], [1, 1, 1]]

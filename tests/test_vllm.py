@@ -107,8 +107,8 @@ def test_per_head_tables_on_vllms_kernel_match_stock_and_the_reference():
     call bitwise at a full budget, and at a partial one equals the gathered SDPA path and the reference."""
     from vllm import _custom_ops as ops
 
-    from replaycompile.kernels.paged_sparse_decode import (gathered_decode, page_budget, select_pages,
-                                                           update_page_bounds, virtual_cache)
+    from replaycompile.kernels.paged_sparse_decode import (gathered_decode, new_page_bounds, page_budget,
+                                                           select_pages, update_page_bounds, virtual_cache)
     from replaycompile.kernels.paged_sparse_decode_reference import paged_sparse_decode_reference
 
     g = torch.Generator().manual_seed(0)
@@ -116,8 +116,7 @@ def test_per_head_tables_on_vllms_kernel_match_stock_and_the_reference():
     lengths = [200, 77, 130]
     cache = torch.zeros(nb, hkv, bs, 2 * d)
     kc, vc = cache.view(nb, hkv, 2 * bs, d).chunk(2, dim=2)
-    kmax = torch.full((nb, hkv, d), float("-inf"))
-    kmin = torch.full((nb, hkv, d), float("inf"))
+    bounds = new_page_bounds(nb, hkv, d)
     perm = torch.randperm(nb, generator=g)
     table = torch.zeros(len(lengths), 8, dtype=torch.int32)
     keys, values, used = [], [], 0
@@ -129,7 +128,7 @@ def test_per_head_tables_on_vllms_kernel_match_stock_and_the_reference():
         k, v = torch.randn(L, hkv, d, generator=g), torch.randn(L, hkv, d, generator=g)
         slots = blocks[torch.arange(L) // bs] * bs + torch.arange(L) % bs
         ops.cpu_attn_reshape_and_cache(k, v, kc, vc, slots, "vec")
-        update_page_bounds(kmax, kmin, k, slots, bs)
+        update_page_bounds(bounds, k, slots, bs)
         keys.append(k.transpose(0, 1))
         values.append(v.transpose(0, 1))
     n = len(lengths)
@@ -154,7 +153,7 @@ def test_per_head_tables_on_vllms_kernel_match_stock_and_the_reference():
     vk, vv = virtual_cache(cache)
     for topk in (FULL, 1):
         budget = page_budget(seq, torch.tensor([topk]), 1 << 20, bs, 1, 1)
-        blocks, lens = select_pages(q, kmax, kmin, table, seq, budget, bs, 1, 1)
+        blocks, lens = select_pages(q, bounds, table, seq, budget, bs, 1, 1)
         per_head = vllm_kernel(q.reshape(n * hkv, grp, d), vk, vv, torch.arange(n * hkv + 1, dtype=torch.int32),
                                lens, blocks, grp, 1).reshape(n, hkv * grp, d)
         gathered = gathered_decode(q, cache, blocks, lens, scale)

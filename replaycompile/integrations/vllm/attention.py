@@ -34,6 +34,7 @@ from vllm.v1.attention.backends.cpu_attn import (
 from replaycompile.kernels.paged_sparse_decode import (
     VEC_LAYOUTS,
     gathered_decode,
+    new_page_bounds,
     page_budget,
     select_pages,
     update_page_bounds,
@@ -250,7 +251,7 @@ class SparrowCPUAttentionImpl(CPUAttentionBackendImpl):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.runtime = runtime(get_current_vllm_config())  # impls are built inside the engine's config context
-        self.kmax = self.kmin = None
+        self.bounds = None  # per-page key max/min [num_blocks, Hkv, 2, D], kept as the cache is written
         self._sparse: bool | None = None
         self._why_dense = None
 
@@ -284,11 +285,9 @@ class SparrowCPUAttentionImpl(CPUAttentionBackendImpl):
     def do_kv_cache_update(self, layer, key, value, kv_cache, slot_mapping):
         super().do_kv_cache_update(layer, key, value, kv_cache, slot_mapping)
         if self.sparse_layer(layer):
-            if self.kmax is None or self.kmax.shape[0] != kv_cache.shape[0]:
-                shape = (kv_cache.shape[0], self.num_kv_heads, self.head_size)
-                self.kmax = torch.full(shape, float("-inf"), dtype=torch.float32)
-                self.kmin = torch.full(shape, float("inf"), dtype=torch.float32)
-            update_page_bounds(self.kmax, self.kmin, key, slot_mapping, kv_cache.shape[2])
+            if self.bounds is None or self.bounds.shape[0] != kv_cache.shape[0]:
+                self.bounds = new_page_bounds(kv_cache.shape[0], self.num_kv_heads, self.head_size)
+            update_page_bounds(self.bounds, key, slot_mapping, kv_cache.shape[2])
 
     def forward(self, layer, query, key, value, kv_cache, attn_metadata, output, output_scale=None,
                 output_block_scale=None):
@@ -298,7 +297,7 @@ class SparrowCPUAttentionImpl(CPUAttentionBackendImpl):
     def sparrow_forward(self, layer, query, key, value, kv_cache, md, output, output_scale, output_block_scale,
                         table: Tensor | None):
         dense = super().forward
-        if md is None or getattr(md, "sparrow", None) is None or self.kmax is None or not self.sparse_layer(layer):
+        if md is None or getattr(md, "sparrow", None) is None or self.bounds is None or not self.sparse_layer(layer):
             return dense(layer, query, key, value, kv_cache, md, output, output_scale, output_block_scale)
         rt = self.runtime
         plan = step_plan(md, rt.table if table is None else table, rt)
@@ -324,7 +323,7 @@ class SparrowCPUAttentionImpl(CPUAttentionBackendImpl):
         # the sparse decode rows: pages per KV head
         s = rt.schedule
         q = query[plan.sparse_tokens]
-        blocks, lengths = select_pages(q, self.kmax, self.kmin, md.block_table[plan.sparse_rows],
+        blocks, lengths = select_pages(q, self.bounds, md.block_table[plan.sparse_rows],
                                        md.seq_lens[plan.sparse_rows], plan.budget, s.page_size, s.sink_pages,
                                        s.local_pages)
         STATS.pages_read += int(plan.budget.sum()) * self.num_kv_heads
