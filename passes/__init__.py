@@ -1,4 +1,6 @@
-"""Graph passes of the replay backend, in the order ``backend.ReplayGraph`` runs them (one entry function each):
+"""Installed as ``replaycompile.passes`` (pyproject.toml's package-dir maps this top-level folder there).
+
+Graph passes of the replay backend, in the order ``backend.ReplayGraph`` runs them (one entry function each):
 
 1. ``sink_slices.sink_slices``, ``inline_checkpoint.inline_checkpoints``: semantics-preserving clean-ups.
 2. ``region.analyze``: facts (``attention_sites``, ``roles``), then the decision (each node's ``Kind``, or the
