@@ -277,7 +277,7 @@ def run_model(kind: str, args, out: pathlib.Path) -> dict:
     if kind in args.throughput_models:
         systems = {"vllm": stock, **{f"vllm_sparrow[{k}]": e for k, e in sparrow.items()}}
         res["throughput"] = {}
-        for mode in ("sampled", "greedy"):
+        for mode in args.modes:
             ps = held_prompts if mode == "sampled" else prompts_for(kind, args.batch, args.prompt, seed=3)
             n, temp = (args.batch, 1.0) if mode == "sampled" else (1, 0.0)
             for e in systems.values():  # warm: the prompts into the prefix cache (and any compile)
@@ -353,6 +353,8 @@ def main(argv=None) -> int:
     ap.add_argument("--new", type=int, default=256)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--modes", nargs="+", default=["sampled", "greedy"], choices=["sampled", "greedy"],
+                    help="sampled: one prompt, n=batch; greedy: batch distinct prompts (batch prefills)")
     ap.add_argument("--candidates", type=int, nargs="+", default=[2, 4, 8, 16, 32])
     ap.add_argument("--pages", type=int, default=None, help="skip calibration: this many top pages")
     ap.add_argument("--kernels", nargs="+", default=["vllm", "torch"], choices=["vllm", "torch"])
