@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["new_page_bounds", "update_page_bounds", "page_budget", "select_pages", "gathered_decode", "virtual_cache", "VEC_LAYOUTS"]
+__all__ = ["attended_lengths", "new_page_bounds", "update_page_bounds", "page_budget", "select_pages", "gathered_decode", "virtual_cache", "VEC_LAYOUTS"]
 
 # ISAs whose block layout gathered_decode reads (keys transposed per block, values as written)
 VEC_LAYOUTS = ("vec", "vec16")
@@ -73,6 +73,13 @@ def page_budget(seq_lens: Tensor, table: Tensor, bucket_tokens: int, page_size: 
     return torch.minimum(n_pages, table.to(torch.int64)[bucket] + sink + local)
 
 
+def attended_lengths(seq_lens: Tensor, budget: Tensor, page_size: int) -> Tensor:
+    """int64 [n]: keys a row attends with ``budget`` pages, its last (partly written) page included."""
+    seq = seq_lens.to(torch.int64)
+    n_pages = (seq + page_size - 1) // page_size
+    return (budget - 1) * page_size + (seq - (n_pages - 1) * page_size)
+
+
 def select_pages(query: Tensor, bounds: Tensor, block_table: Tensor, seq_lens: Tensor, budget: Tensor,
                  page_size: int, sink: int, local: int) -> tuple[Tensor, Tensor]:
     """Per-KV-head block tables of the pages each decode row reads.
@@ -105,7 +112,7 @@ def select_pages(query: Tensor, bounds: Tensor, block_table: Tensor, seq_lens: T
     pages = torch.where(pages >= p, last, pages)  # repeat the last page past the budget
     chosen = blocks.gather(1, pages.reshape(n, -1)).reshape(n, hkv, s)
     virtual = chosen * hkv + torch.arange(hkv, device=query.device)[None, :, None]
-    lengths = (budget - 1) * page_size + (seq - (n_pages - 1) * page_size)
+    lengths = attended_lengths(seq, budget, page_size)
     return (virtual.reshape(n * hkv, s).to(torch.int32),
             lengths[:, None].expand(n, hkv).reshape(-1).to(torch.int32))
 

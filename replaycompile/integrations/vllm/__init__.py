@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 
 from replaycompile.schedule import SparrowSchedule
 
@@ -45,6 +46,14 @@ ENV_SCHEDULE = "REPLAYCOMPILE_SPARROW_SCHEDULE"
 KERNELS = ("vllm", "torch")
 
 _registered = False
+_LAYER_INDEX = re.compile(r"\.(\d+)\.")
+
+
+def layer_index(layer_name: str) -> int | None:
+    """The decoder layer a vLLM attention layer name belongs to (``model.layers.3.self_attn.attn`` -> 3), which
+    the schedule's ``dense_layers`` refer to; None if the name carries none."""
+    m = _LAYER_INDEX.search(layer_name + ".")
+    return int(m.group(1)) if m else None
 
 
 def register() -> None:
@@ -125,7 +134,7 @@ def configure_engine(vllm_config) -> None:
     vllm_config.additional_config = {**extra, SETTING: os.path.abspath(path), KERNEL_SETTING: kernel}
     from .graph import install_graph_pass
 
-    install_graph_pass(vllm_config)
+    install_graph_pass(vllm_config, schedule)
     log.info("replaycompile sparrow: schedule %s (pages %s per %d tokens, page %d, sink %d, local %d, dense layers "
              "%s), kernel %s", path, list(schedule.pages)[:8], schedule.bucket_tokens, schedule.page_size,
              schedule.sink_pages, schedule.local_pages, list(schedule.dense_layers), kernel)

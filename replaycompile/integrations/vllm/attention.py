@@ -14,7 +14,6 @@ path (``sparrow_kernel="torch"``).
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from vllm.v1.attention.backends.cpu_attn import (
 
 from replaycompile.kernels.paged_sparse_decode import (
     VEC_LAYOUTS,
+    attended_lengths,
     gathered_decode,
     new_page_bounds,
     page_budget,
@@ -42,7 +42,7 @@ from replaycompile.kernels.paged_sparse_decode import (
 )
 from replaycompile.schedule import MAX_BUCKETS
 
-from . import KERNEL_SETTING, SETTING, load_engine_schedule
+from . import KERNEL_SETTING, SETTING, layer_index, load_engine_schedule
 
 log = logging.getLogger("replaycompile")
 
@@ -189,8 +189,7 @@ def step_plan(md, table: Tensor, rt: Runtime) -> StepPlan | None:
     if bool(sparse.any()):
         rows = torch.nonzero(sparse).flatten()
         hkv, g = info.num_kv_heads, info.num_heads // info.num_kv_heads
-        lengths = ((budget[rows] - 1) * s.page_size + seq[rows] - (n_pages[rows] - 1) * s.page_size)
-        lengths = lengths.repeat_interleave(hkv).to(torch.int32)
+        lengths = attended_lengths(seq[rows], budget[rows], s.page_size).repeat_interleave(hkv).to(torch.int32)
         pseudo_qsl = torch.arange(lengths.shape[0] + 1, dtype=torch.int32)
         pseudo_sched = _scheduler_metadata(info, lengths.shape[0], g, 1, lengths, pseudo_qsl, True, -1)
         dense_rows = torch.nonzero(~sparse & (qlen > 0)).flatten()
@@ -226,9 +225,6 @@ def step_plan(md, table: Tensor, rt: Runtime) -> StepPlan | None:
 # ------------------------------------------------------------------------------------------------ backend
 
 
-_LAYER_INDEX = re.compile(r"\.(\d+)\.")
-
-
 class SparrowCPUMetadataBuilder(CPUAttentionMetadataBuilder):
     def build(self, common_prefix_len, common_attn_metadata, fast_build: bool = False):
         md = super().build(common_prefix_len, common_attn_metadata, fast_build)
@@ -253,15 +249,13 @@ class SparrowCPUAttentionImpl(CPUAttentionBackendImpl):
         self.runtime = runtime(get_current_vllm_config())  # impls are built inside the engine's config context
         self.bounds = None  # per-page key max/min [num_blocks, Hkv, 2, D], kept as the cache is written
         self._sparse: bool | None = None
-        self._why_dense = None
 
     def sparse_layer(self, layer) -> bool:
         """Whether this layer decodes sparsely (decided once per layer; a dense one says why, once)."""
         if self._sparse is None:
             rt = self.runtime
             why = None
-            m = _LAYER_INDEX.search(getattr(layer, "layer_name", "") + ".")
-            index = int(m.group(1)) if m else None
+            index = layer_index(getattr(layer, "layer_name", ""))
             if rt is None:
                 why = ""
             elif index is None:
@@ -323,7 +317,7 @@ class SparrowCPUAttentionImpl(CPUAttentionBackendImpl):
         # the sparse decode rows: pages per KV head
         s = rt.schedule
         q = query[plan.sparse_tokens]
-        blocks, lengths = select_pages(q, self.bounds, md.block_table[plan.sparse_rows],
+        blocks, _ = select_pages(q, self.bounds, md.block_table[plan.sparse_rows],
                                        md.seq_lens[plan.sparse_rows], plan.budget, s.page_size, s.sink_pages,
                                        s.local_pages)
         STATS.pages_read += int(plan.budget.sum()) * self.num_kv_heads

@@ -7,16 +7,14 @@ attention appears inside ``auto_functionalized`` (or, where vLLM has lowered tha
 from __future__ import annotations
 
 import logging
-import re
 
 import torch
 from torch import fx
 from vllm.compilation.passes.inductor_pass import InductorPass
 
+from . import layer_index
+
 log = logging.getLogger("replaycompile")
-
-_LAYER_INDEX = re.compile(r"\.(\d+)\.")
-
 
 def _layer_str(name) -> str:
     from vllm.utils.torch_utils import _resolve_layer_name
@@ -58,8 +56,8 @@ class SparrowGraphPass(InductorPass):
             kwargs = dict(node.kwargs)
             name = kwargs.get("layer_name", node.args[4] if not wrapped and len(node.args) > 4 else None)
             layer = _layer_str(name.meta.get("val", name) if isinstance(name, fx.Node) else name)
-            m = _LAYER_INDEX.search(layer + ".")
-            if m is None or int(m.group(1)) in self.dense_layers:
+            index = layer_index(layer)
+            if index is None or index in self.dense_layers:
                 continue
             if table is None:
                 first = next(n for n in graph.nodes if n.op != "placeholder")
@@ -94,16 +92,13 @@ class SparrowGraphPass(InductorPass):
                                         self.then.uuid() if self.then is not None else "")
 
 
-def install_graph_pass(vllm_config) -> None:
+def install_graph_pass(vllm_config, schedule) -> None:
     """Add the pass where vLLM compiles (any compilation mode but none), ahead of a pass the user configured."""
     from vllm.config import CompilationMode
-
-    from . import load_engine_schedule, schedule_path
 
     cc = vllm_config.compilation_config
     if cc.mode == CompilationMode.NONE or getattr(vllm_config.model_config, "enforce_eager", False):
         return
-    schedule = load_engine_schedule(schedule_path(vllm_config))
     key = "post_grad_custom_post_pass"
     user = cc.inductor_compile_config.get(key)
     if isinstance(user, SparrowGraphPass):
