@@ -8,7 +8,11 @@ step is forward + GRPO loss (clipped ratio against stored old log-probs) + backw
     eager_keep    the padded batch with ``logits_to_keep`` = completion length + 1 (TRL's baseline; where it fits)
     eager_rows    row by row: each row unpadded, causal SDPA without a mask, ``logits_to_keep`` = its completion
                   length + 1, gradients accumulated over the rows (the baseline that fits at every length)
+    eager_rows_ckpt  the same with Hugging Face's activation checkpointing (``gradient_checkpointing_enable()``,
+                  non-reentrant): the strongest eager baseline for memory
     replay        the whole step function (model call + loss) under torch.compile(backend="replay", dynamic=None)
+    replay_ckpt   replay on the model with the same activation checkpointing (its regions inlined with AOT
+                  autograd's recompute tags, which the packed graph keeps: exact, each layer recomputed in backward)
     replay_detach the same with options={"mode": "detach_prefix"} (an approximation: its gradient error against
                   the exact gradient is reported, not asserted)
     prefix_grouper the peer (PyPI ``prefix_grouper``) given its best CPU setup (bench/peers.py): its data API, an
@@ -61,11 +65,16 @@ import torch  # noqa: E402
 
 import replaycompile  # noqa: E402
 from replaycompile import memory  # noqa: E402
+from replaycompile.planner import step_flops  # noqa: E402
 from replaycompile.models import tiny_config, tiny_model  # noqa: E402
 from replay_bench import PeakHeap, grpo_loss_from_logp  # noqa: E402
 
-VARIANTS = ("eager", "eager_keep", "eager_rows", "prefix_grouper", "replay", "replay_detach")
+VARIANTS = ("eager", "eager_keep", "eager_rows", "eager_rows_ckpt", "prefix_grouper", "replay", "replay_ckpt",
+            "replay_detach")
 BUDGET_VARIANTS = ("eager_keep", "eager_rows", "replay", "replay_detach")
+# variants that run the model with Hugging Face's activation checkpointing (gradient_checkpointing_enable(): every
+# decoder layer a checkpoint region); the others run it without
+CHECKPOINTED = ("eager_rows_ckpt", "replay_ckpt")
 
 MODELS = {
     # the issue's long-context model: small body, a real vocabulary (so the LM head matters)
@@ -199,6 +208,8 @@ def _fresh(fn, name):
 
 def make_variant(name: str):
     """A callable (model, batch) -> loss that runs forward, loss and backward."""
+    if name in CHECKPOINTED:
+        return _checkpointed(make_variant(name[:-len("_ckpt")]), _fresh_name=name)
     if name == "eager_rows":
         return lambda model, batch: _rows_step(model, *batch)
     if name == "prefix_grouper":
@@ -222,6 +233,31 @@ def make_variant(name: str):
         loss.backward()
         return loss.detach()
     return run
+
+
+def _checkpointed(run, _fresh_name: str):
+    """``run`` with the model's activation checkpointing on for the call (the sweep shares one model)."""
+    if _fresh_name == "replay_ckpt":  # a compiled function of its own (Dynamo caches per code object)
+        fn = torch.compile(_fresh(_loss_full, "step_replay_ckpt"), backend="replay", dynamic=None,
+                           options={"lm_head": os.environ.get("REPLAY_BENCH_LM_HEAD", "auto")})
+
+        def run(model, batch):
+            loss = fn(model, *batch)
+            loss.backward()
+            return loss.detach()
+
+    def checkpointed(model, batch):
+        model.train()  # transformers checkpoints only in training mode (the tiny models have no dropout)
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        # transformers >= 5.25 with Hugging Face's kernels sets a context variable inside each checkpointed
+        # layer, which Dynamo refuses ("HOP: Unsafe side effect") and graph-breaks on at every layer; it is
+        # kernel routing state that the recomputation does not need (README, activation checkpointing)
+        try:
+            with torch._dynamo.config.patch(skip_fwd_side_effects_in_bwd_under_checkpoint=True):
+                return run(model, batch)
+        finally:
+            model.gradient_checkpointing_disable()
+    return checkpointed
 
 
 def run_step(fn, model, batch):
@@ -327,43 +363,9 @@ def run_measure(variant, length, model_name, args, abort_gb, timeout):
 # ---------------------------------------------------------------------------------------------------- FLOPs
 
 def flops(cfg, variant: str, prompt_len: int, comps: list[int], head_rows: int | None = None) -> float:
-    """Forward+backward FLOPs of one step (backward = 2x forward) for the rows the variant computes.
-
-    per token (body)   f_tok = L * 2 * (h*hq*d + 2*h*hkv*d + hq*d*h + 3*h*ff)       q, k, v, o, gate/up/down
-    attention          L * 4 * hq * d per (query, visible key) pair                  QK^T and PV
-    LM head            2 * h * V per row that is projected
-    eager, eager_keep: G*T tokens, G*T*T pairs (the [G, 1, T, T] mask is applied to every pair), head on G*T
-                       (eager) or G*(C+1) (eager_keep) rows
-    eager_rows:        sum n_i tokens, sum n_i^2/2 pairs (causal), sum (c_i + 1) head rows
-    replay:            the unique tokens N_u = P + sum c_i, P^2/2 + sum (P*c_i + c_i^2/2) pairs, head on the unique
-                       rows of the loss's slice
-    replay_detach:     the same forward; the backward (2x) only for the branches' tokens and query pairs
-    prefix_grouper:    replay's tokens and pairs, head on G*C rows (every completion position, padded ones too)
-    """
-    h, L, V = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
-    hq, hk, d, ff = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.intermediate_size
-    f_tok = L * 2 * (h * hq * d + 2 * h * hk * d + hq * d * h + 3 * h * ff)
-    f_pair = L * 4 * hq * d
-    P, G = prompt_len, len(comps)
-    T = P + max(comps)
-    if variant in ("eager", "eager_keep"):
-        rows = G * T if variant == "eager" else G * (max(comps) + 1)
-        return 3 * (G * T * f_tok + G * T * T * f_pair + rows * 2 * h * V)
-    if variant == "eager_rows":
-        n = [P + c for c in comps]
-        return 3 * (sum(n) * f_tok + sum(x * x / 2 for x in n) * f_pair + sum(c + 1 for c in comps) * 2 * h * V)
-    nu = P + sum(comps)
-    rows = head_rows if head_rows is not None else 1 + sum(comps)
-    shared_pairs = P * P / 2
-    branch_pairs = sum(P * c + c * c / 2 for c in comps)
-    fwd = nu * f_tok + (shared_pairs + branch_pairs) * f_pair + rows * 2 * h * V
-    if variant == "replay":
-        return 3 * fwd
-    if variant == "prefix_grouper":
-        return 3 * (fwd + (G * max(comps) - rows) * 2 * h * V)
-    if variant != "replay_detach":
-        raise ValueError(f"no FLOP count for variant {variant!r}")
-    return fwd + 2 * (sum(comps) * f_tok + branch_pairs * f_pair + rows * 2 * h * V)
+    """Forward+backward FLOPs of one step for the rows the variant computes (``replaycompile.planner.step_flops``,
+    whose docstring has the count)."""
+    return step_flops(cfg, variant, prompt_len, comps, head_rows)
 
 
 # ------------------------------------------------------------------------------------------------ the sweep
@@ -684,7 +686,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="smoke run: tiny lengths, model and budget")
     ap.add_argument("--lengths", type=int, nargs="+", default=None,
                     help="prompt lengths (default 1024 4096 8192 16384 32768; add 65536 if you have the time)")
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    ap.add_argument("--variants", nargs="+", default=[v for v in VARIANTS if v not in CHECKPOINTED],
+                    choices=VARIANTS, help="the checkpointed variants (eager_rows_ckpt, replay_ckpt) on request")
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--cmin", type=int, default=None, help="shortest completion (default 256)")
     ap.add_argument("--cmax", type=int, default=None, help="longest completion (default 512)")

@@ -1,4 +1,5 @@
 """Command line: ``replaycompile demo`` runs a GRPO-shaped training step on a built-in tiny Qwen3;
+``replaycompile plan`` predicts a step's per-rank memory and FLOPs before launch (``replaycompile.planner``);
 ``replaycompile bench`` runs every benchmark workload and system side by side (``bench/harness.py`` of a source
 checkout)."""
 
@@ -170,9 +171,16 @@ def main(argv=None) -> int:
     d.add_argument("--vocab", type=int, default=16000)
     d.add_argument("--steps", type=int, default=5, help="timed steps (interleaved eager/replay)")
     d.add_argument("--inner", choices=["inductor", "aot_eager"], default="inductor")
+    from replaycompile import planner
+
+    pl = sub.add_parser("plan", help="per-rank peak memory and FLOPs of a training step before launching it "
+                                     "(eager, row by row, replay exact, with checkpointing, detach_prefix)")
+    planner.add_arguments(pl)
     args = ap.parse_args(argv)
     if args.cmd == "demo":
         return demo(args)
+    if args.cmd == "plan":
+        return planner.run(args)
     return 2
 
 

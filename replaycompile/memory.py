@@ -42,6 +42,13 @@ LM head over R projected rows (logits R x V):
     replay, lm_head="auto"    (the backend's default) "chunked" where M V 4 bytes reach the backend's
                               LM_HEAD_CHUNKED_BYTES (1 GiB), else "plain"
 
+Activation checkpointing of every decoder layer (``*_ckpt``): the forward keeps each layer's input (h per
+token per layer) plus what it keeps outside the layers (eager 3h + 2d + 3, replay h); the backward recomputes
+one layer at a time, whose saved set (above) and its incoming and outgoing gradients (2h) are alive while that
+layer's backward runs. The LM head's backward runs before any layer's, and its buffers are gone when the
+layers' start, so the peak is the larger of the two phases (measured: at a 2K prompt the head's phase binds,
+at 8K the layer's).
+
 Parameter gradients: every parameter once (b per element), plus for eager_rows one more embedding-sized
 gradient while a row's gradient is added to the accumulated one.
 
@@ -50,6 +57,8 @@ Peaks per variant:
     eager_keep, eager     grads + G T S_tok + mask + head            (one padded batch)
     eager_rows            grads + n S_tok + 3 (c + 1) V, for the longest row n = P + c (earlier rows' gradients
                           are already there; its activations are freed before the next row)
+    eager_rows_ckpt       grads + n C_tok + max(head, n (S_layer + 2h)), C_tok the checkpointed per-token set
+    replay_ckpt           grads + N_u C_tok + max(head, N_u (S_layer + 2h))
     replay exact          grads + N_u S_tok + head, N_u = P + sum c_i unique tokens
     replay detach_prefix  (shared tokens run without autograd, passes/rewrite.py): the branch attention saves
                           every token's K and V per layer (the shared ones, then the branches'), 2 kd L elements
@@ -77,7 +86,10 @@ import torch
 __all__ = ["predict_peak_bytes", "breakdown", "max_prompt_len", "longstraw_headline", "longstraw_headline_line",
            "QWEN3_32B_LIKE"]
 
-VARIANTS = ("eager", "eager_keep", "eager_rows", "replay", "replay_detach")
+VARIANTS = ("eager", "eager_keep", "eager_rows", "eager_rows_ckpt", "replay", "replay_ckpt", "replay_detach")
+# the variants that run with activation checkpointing of every decoder layer (Hugging Face's
+# gradient_checkpointing_enable(); under replay its regions keep AOT autograd's recompute tags in the packed graph)
+CHECKPOINTED = ("eager_rows_ckpt", "replay_ckpt")
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,11 @@ class _Dims:
     ff: int
     V: int
     tied: bool
+    L_kv: int = -1  # layers that keep per-token K/V (full attention); the rest of a hybrid are linear attention
+
+    def __post_init__(self):
+        if self.L_kv < 0:
+            object.__setattr__(self, "L_kv", self.L)
 
     @property
     def qd(self):
@@ -111,8 +128,14 @@ def _dims(config) -> _Dims:
     h = g("hidden_size")
     hq = g("num_attention_heads")
     d = g("head_dim") or h // hq
-    return _Dims(h=h, L=g("num_hidden_layers"), hq=hq, hk=g("num_key_value_heads") or hq, d=d,
-                 ff=g("intermediate_size"), V=g("vocab_size"), tied=bool(g("tie_word_embeddings", False)))
+    L = g("num_hidden_layers")
+    types, every = g("layer_types"), g("full_attention_interval")
+    # linear-attention layers (Gated DeltaNet and kin) keep a fixed-size state, not per-token K/V
+    L_kv = (sum(t == "full_attention" or "sliding" in t for t in types) if types else
+            L // every if every else L)
+    return _Dims(h=h, L=L, hq=hq, hk=g("num_key_value_heads") or hq, d=d,
+                 ff=g("intermediate_size"), V=g("vocab_size"), tied=bool(g("tie_word_embeddings", False)),
+                 L_kv=L_kv)
 
 
 def _elem(dtype) -> int:
@@ -120,7 +143,16 @@ def _elem(dtype) -> int:
 
 
 def _per_token(m: _Dims, kind: str) -> float:
-    """Saved elements per token, all layers (see the module docstring)."""
+    """Saved elements per token, all layers (see the module docstring); "*_layer": one layer's, for the layer a
+    checkpointed backward recomputes; "*_ckpt": what a checkpointed forward keeps."""
+    if kind == "rows_layer":
+        return 6 * m.h + 4 * m.ff + 4 * m.qd + 4 * m.kd + 2 * m.hq + m.hk + 2
+    if kind == "replay_layer":
+        return 4 * m.h + 3 * m.ff + 6 * m.qd + m.kd + 2 * m.hq + m.hk + 3
+    if kind == "rows_ckpt":
+        return m.L * m.h + 3 * m.h + 2 * m.d + 3
+    if kind == "replay_ckpt":
+        return m.L * m.h + m.h
     if kind == "rows":
         return m.L * (6 * m.h + 4 * m.ff + 4 * m.qd + 4 * m.kd + 2 * m.hq + m.hk + 2) + 3 * m.h + 2 * m.d + 3
     if kind == "padded":
@@ -156,6 +188,8 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
         raise ValueError(f"response_len has {len(comps)} entries for group={group}")
     if variant == "replay_detach":
         variant, mode = "replay", "detach_prefix"
+    if variant == "replay_ckpt" and mode != "exact":
+        raise ValueError("replay_ckpt is the exact step with checkpointing; detach_prefix keeps no prompt activations")
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {VARIANTS}")
     P, C, G = int(prompt_len), max(comps), group
@@ -167,6 +201,13 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
         out["mask"] = m.L * G * T * T * 4 + G * T * T  # float mask saved per layer + the bool mask it came from
         out["head"] = (G * T * m.V + 2 * G * C * m.V) * b if variant == "eager" else 3 * G * (C + 1) * m.V * b
         out["peak"] = grads + out["activations"] + out["mask"] + out["head"]
+    elif variant == "eager_rows_ckpt":
+        n = P + C
+        out["activations"] = n * _per_token(m, "rows_ckpt") * b
+        out["layer_recompute"] = n * (_per_token(m, "rows_layer") + 2 * m.h) * b
+        out["head"] = 4 * (C + 1) * m.V * b
+        out["accumulate"] = m.V * m.h * b
+        out["peak"] = grads + out["accumulate"] + out["activations"] + max(out["head"], out["layer_recompute"])
     elif variant == "eager_rows":
         c = C
         n = P + c
@@ -189,11 +230,18 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
             grads -= m.V * m.h * b
         else:
             raise ValueError(f"lm_head must be 'auto', 'chunked' or 'plain', got {lm_head!r}")
-        if mode == "exact":
+        if mode == "exact" and variant == "replay_ckpt":
+            nu = P + sum(comps)
+            out["activations"] = nu * _per_token(m, "replay_ckpt") * b
+            out["layer_recompute"] = nu * (_per_token(m, "replay_layer") + 2 * m.h) * b
+            # the head's phase, then the layers' (where a chunked head's accumulator is the LM head's gradient)
+            lm_grad = m.V * m.h * b if lm_head == "chunked" else 0
+            out["peak"] = grads + out["activations"] + max(out["head"], lm_grad + out["layer_recompute"])
+        elif mode == "exact":
             out["activations"] = (P + sum(comps)) * _per_token(m, "replay") * b
             out["peak"] = grads + out["activations"] + out["head"]
         elif mode == "detach_prefix":
-            out["kv"] = (P + M) * 2 * m.kd * m.L * b
+            out["kv"] = (P + M) * 2 * m.kd * m.L_kv * b
             out["shared_transient"] = P * (2 * m.h + 3 * m.ff) * b
             out["activations"] = M * _per_token(m, "branch") * b
             # one graph runs both streams layer by layer: a shared layer's live tensors meet the branch
@@ -212,7 +260,9 @@ def predict_peak_bytes(config, group: int, prompt_len: int, response_len, mode: 
     num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size. ``response_len``: one
     completion length for every row, or a sequence of ``group`` lengths. ``mode``: "exact" or "detach_prefix"
     (replay only). ``variant``: "eager" (padded, full logits), "eager_keep" (padded, logits_to_keep),
-    "eager_rows" (row by row, unpadded), "replay", "replay_detach" (= replay with detach_prefix). ``lm_head``
+    "eager_rows" (row by row, unpadded), "eager_rows_ckpt" (row by row with every decoder layer checkpointed),
+    "replay", "replay_ckpt" (replay exact with every layer checkpointed), "replay_detach" (= replay with
+    detach_prefix). ``lm_head``
     (replay only): "auto" (the backend's default), "chunked" (replaycompile::chunked_pair_logprobs) or "plain" (M x V logits;
     the backend's ``lm_head="plain"`` option, or a graph whose LM head the rewrite does not chunk). The
     accounting is in the module docstring."""

@@ -100,7 +100,9 @@ def _child(variant: str) -> None:
 # Each measurement runs in a process of its own, as the benchmark's do: what earlier tests left in this process
 # (compiled graphs, allocator state) moved the replay step's heap peak by an M x V buffer in the full suite.
 # replay compiles with inductor (about a minute on a loaded 2-core machine): marked slow.
-@pytest.mark.parametrize("variant", ["eager_rows", "eager_keep", pytest.param("replay", marks=pytest.mark.slow),
+@pytest.mark.parametrize("variant", ["eager_rows", "eager_keep", "eager_rows_ckpt",
+                                     pytest.param("replay", marks=pytest.mark.slow),
+                                     pytest.param("replay_ckpt", marks=pytest.mark.slow),
                                      pytest.param("replay_detach", marks=pytest.mark.slow)])
 def test_prediction_within_tolerance(lc, variant):
     """A tiny step's measured peak heap is within 25% of the model's prediction (as the benchmark measures)."""
