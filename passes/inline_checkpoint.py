@@ -12,8 +12,8 @@ of the HOP does: ``meta["recompute"] = CheckpointPolicy.PREFER_RECOMPUTE`` and `
 per region). AOT autograd carries both fields to the aten graph and the min-cut partitioner recomputes tagged
 nodes in the backward; Dynamo copies them too when it traces this GraphModule's forward again (hence the real,
 not lazy, recompile). So a graph run unpacked (declined, or a batch below ``min_shared_tokens``) keeps
-checkpointing's memory saving. The packed graph does not, today: the rewrite builds its nodes with
-``meta = {}``, so the tags are gone and the packed tokens' activations are saved as without checkpointing.
+checkpointing's memory saving, and so does the packed graph: the rewrite copies the tags onto the packed nodes
+and gives each tree attention its layer's (passes/rewrite.py ``_kept_meta``, ``_tag_since``).
 
 Regions with a custom ``context_fn`` (selective checkpointing) are inlined untagged: their policy is decided per
 op at dispatch time and cannot be written as a static tag. Semantics-preserving on any graph; runs before the

@@ -383,7 +383,11 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             return st.rows[key]
         return get_packed(x, sel_space, st)
 
+    pending = None  # (the graph's last node before a packed node was emitted, that node): see _tag_since
     for n in old_nodes:
+        if pending is not None:
+            _tag_since(*pending)
+            pending = None
         if n.op in ("placeholder", "output"):
             continue
         k = a.kind.get(n)
@@ -414,6 +418,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 get_row(n)
             continue
         sp = a.space[n]
+        pending = (_last_node(g), n)
         if n in sel:
             st = streams[0]
             if n in sites:  # queries at the selected tokens, keys and values at all
@@ -503,6 +508,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             st.env[n] = _emit_packed(g, n, a, lambda x, st=st: get_packed(x, sp, st), st.n_tok[sp], st.sub_index,
                                      sel)
 
+    if pending is not None:
+        _tag_since(*pending)
     out_node = next(x for x in old_nodes if x.op == "output")
     g.output(fx.node.map_arg(out_node.args[0], get_row))
     g.eliminate_dead_code(is_impure_node=_keeps)
@@ -804,6 +811,24 @@ def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_inde
     new = g.node_copy(n, arg)
     new.meta = _kept_meta(n)
     return new
+
+
+def _last_node(g: fx.Graph) -> fx.Node:
+    return next(reversed(g.nodes), None) or g._root
+
+
+def _tag_since(mark: fx.Node, n: fx.Node) -> None:
+    """Give the ops emitted for packed node ``n`` after ``mark`` (its tree attention and the indexing around it,
+    which ``_emit_packed`` does not copy) ``n``'s recompute tags: without them AOT autograd's partitioner saves
+    the attention's q, k, v, output and log-sum-exp of every checkpointed layer instead of recomputing them."""
+    meta = _kept_meta(n)
+    if not meta:
+        return
+    x = mark.next
+    while x.op != "root":
+        if x.op in ("call_function", "call_method") and "recompute" not in x.meta:
+            x.meta.update(meta)
+        x = x.next
 
 
 def _kept_meta(n: fx.Node) -> dict:

@@ -17,7 +17,11 @@ replay backend hands inductor; they are counts of tensors of the model's own siz
     eager, padded batch (mask: repeat_kv)    per layer 6h + 4ff + 6qd + 2kd + 2hq + hkv + 2, plus the additive
                                              float mask SDPA saves per layer: L * G * T * T elements
     eager, once per token                    3h (final norm) + 2d (RoPE cos/sin) + 3 (ids, positions, rsqrt)
-    replay (inductor's partition)            per layer 4h + 3ff + 6qd + kd + 2hq + hkv + 3, once h
+    replay (inductor's partition)            per layer 4h + 3ff + 6qd + kd + 2hq + hkv + 3, once h; the last
+                                             layer only 2qd + 2hkv + 3 (its queries, output and MLP run on
+                                             the loss's selected tokens: passes/selected_tokens.py; recounted
+                                             2026-12-07 off the saved tensors' shapes, after the 8K point
+                                             measured 28% under the all-layers count)
     replay detach_prefix, a branch token     per layer 4h + 3ff + 4qd + kd + 2hq + hkv + 3, once h, plus its K
                                              and V (below): the branch attention reads K/V before GQA's repeat
 
@@ -43,11 +47,13 @@ LM head over R projected rows (logits R x V):
                               LM_HEAD_CHUNKED_BYTES (1 GiB), else "plain"
 
 Activation checkpointing of every decoder layer (``*_ckpt``): the forward keeps each layer's input (h per
-token per layer) plus what it keeps outside the layers (eager 3h + 2d + 3, replay h); the backward recomputes
-one layer at a time, whose saved set (above) and its incoming and outgoing gradients (2h) are alive while that
-layer's backward runs. The LM head's backward runs before any layer's, and its buffers are gone when the
-layers' start, so the peak is the larger of the two phases (measured: at a 2K prompt the head's phase binds,
-at 8K the layer's).
+token per layer) plus what it keeps outside the layers (eager 3h + 2d + 3, replay h; the packed graph's tree
+attention carries its layer's recompute tags, passes/rewrite.py). The backward recomputes one layer at a time,
+whose saved set (above) and its incoming and outgoing gradients (2h) are alive while that layer's backward
+runs; under replay (inductor's backward graph) also the MLP's gradients, 3h + 3ff more (the one element fitted
+to a measurement: the budget model's 8K peak). The LM head's backward runs before any layer's, and its buffers
+are gone when the layers' start, so the peak is the larger of the two phases (measured: at a 2K prompt the
+head's phase binds, at 8K the layer's).
 
 Parameter gradients: every parameter once (b per element), plus for eager_rows one more embedding-sized
 gradient while a row's gradient is added to the accumulated one.
@@ -158,7 +164,9 @@ def _per_token(m: _Dims, kind: str) -> float:
     if kind == "padded":
         return m.L * (6 * m.h + 4 * m.ff + 6 * m.qd + 2 * m.kd + 2 * m.hq + m.hk + 2) + 3 * m.h + 2 * m.d + 3
     if kind == "replay":
-        return m.L * (4 * m.h + 3 * m.ff + 6 * m.qd + m.kd + 2 * m.hq + m.hk + 3) + m.h
+        # the last layer runs its queries, attention output and MLP on the loss's selected tokens only
+        # (passes/selected_tokens.py): on every token it keeps only what their attention reads (GQA-repeated K, V)
+        return (m.L - 1) * _per_token(m, "replay_layer") + 2 * m.qd + 2 * m.hk + 3 + m.h
     if kind == "branch":
         return m.L * (4 * m.h + 3 * m.ff + 4 * m.qd + m.kd + 2 * m.hq + m.hk + 3) + m.h
     raise ValueError(kind)
@@ -233,7 +241,7 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
         if mode == "exact" and variant == "replay_ckpt":
             nu = P + sum(comps)
             out["activations"] = nu * _per_token(m, "replay_ckpt") * b
-            out["layer_recompute"] = nu * (_per_token(m, "replay_layer") + 2 * m.h) * b
+            out["layer_recompute"] = nu * (_per_token(m, "replay_layer") + 5 * m.h + 3 * m.ff) * b
             # the head's phase, then the layers' (where a chunked head's accumulator is the LM head's gradient)
             lm_grad = m.V * m.h * b if lm_head == "chunked" else 0
             out["peak"] = grads + out["activations"] + max(out["head"], lm_grad + out["layer_recompute"])
