@@ -157,8 +157,8 @@ class VariantPlan:
     rank_total: int         # + weights, optimizer state, gathered layers (FSDP2)
     flops: float            # forward + backward, one rank
     longest_prompt: int | None = None   # within the budget (None: no budget given)
+    min_cp: int | None = None           # the fewest CP ranks (powers of two, dp kept) that fit the budget
     terms: dict = field(default_factory=dict)
-    note: str = ""
 
 
 @dataclass
@@ -189,14 +189,16 @@ class StepPlanReport:
                  "per rank: weights {:.2f} GB, optimizer state {:.2f} GB, gathered layers {:.2f} GB".format(
                      self.static["weights"] / gb, self.static["optimizer"] / gb, self.static["gathered_layers"] / gb),
                  "",
-                 "| variant | step peak GB | rank total GB | TFLOPs/rank | fits | longest prompt that fits |",
-                 "|---|---|---|---|---|---|"]
+                 "| variant | step peak GB | rank total GB | TFLOPs/rank | fits | longest prompt that fits | "
+                 "CP ranks to fit |",
+                 "|---|---|---|---|---|---|---|"]
         for v, p in self.variants.items():
             fit = self.fits(v)
             lp = "-" if p.longest_prompt is None else (f"{p.longest_prompt:,}" if p.longest_prompt else "none")
+            mc = "-" if self.budget_bytes is None or not v.startswith("replay") else (
+                str(p.min_cp) if p.min_cp else "over 4096")
             lines.append(f"| {v} | {p.step_peak / gb:.2f} | {p.rank_total / gb:.2f} | {p.flops / 1e12:.1f} | "
-                         f"{'-' if fit is None else 'yes' if fit else 'no'} | {lp} |" + (f" {p.note}" if p.note
-                                                                                         else ""))
+                         f"{'-' if fit is None else 'yes' if fit else 'no'} | {lp} | {mc} |")
         if self.budget_bytes is not None:
             lines.append(f"budget {self.budget_bytes / gb:.2f} GB per rank (rank total)")
         lines += [f"note: {n}" for n in self.notes]
@@ -205,10 +207,11 @@ class StepPlanReport:
 
 def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfloat16, dp: int = 1, cp: int = 1,
               budget_bytes: float | None = None, optimizer_bytes_per_param: float = 12.0,
-              lm_head: str = "auto", variants=PLANNED) -> StepPlanReport:
+              lm_head: str = "auto", variants=PLANNED, cp_search: bool = True) -> StepPlanReport:
     """Predict each variant's per-rank memory and FLOPs (module docstring). ``response_len``: one completion
     length for every row or ``group`` lengths. ``budget_bytes``: a rank's memory; the longest prompt whose rank
-    total fits it is searched per variant. ``optimizer_bytes_per_param``: AdamW with fp32 master weights and
+    total fits it is searched per variant, and for the replay variants the fewest CP ranks (a power of two, up
+    to 4096) at which this prompt fits. ``optimizer_bytes_per_param``: AdamW with fp32 master weights and
     two moments 12 (bf16 training), 8 in fp32 (the weights are the master copy), 0 if offloaded."""
     if dp < 1 or cp < 1:
         raise ValueError(f"dp and cp are rank counts (>= 1), got dp={dp}, cp={cp}")
@@ -266,6 +269,13 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
             def fits(p, v=v):
                 return rank_bytes(v, p)[0] + sum(static.values()) <= budget_bytes
             vp.longest_prompt = _longest(fits)
+            if v.startswith("replay") and cp_search:
+                for c in (1 << i for i in range(13)):
+                    sub = plan_step(d, group, prompt_len, comps, dtype, dp, c, None, optimizer_bytes_per_param,
+                                    lm_head, [v], cp_search=False)
+                    if sub.variants[v].rank_total <= budget_bytes:
+                        vp.min_cp = c
+                        break
         out[v] = vp
     return StepPlanReport(name, n, group, prompt_len, comps, dtype, dp, cp, budget_bytes, static, out, notes)
 

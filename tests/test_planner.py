@@ -68,6 +68,19 @@ def test_longest_prompt_fits_and_the_next_does_not():
     assert all(big.variants[v].longest_prompt >= r.variants[v].longest_prompt for v in r.variants)
 
 
+def test_fewest_cp_ranks_that_fit():
+    budget = 1e9
+    r = planner.plan_step("budget", 8, 65536, 128, dtype=torch.float32, budget_bytes=budget)
+    for v in ("replay", "replay_ckpt", "replay_detach"):
+        c = r.variants[v].min_cp
+        assert c is not None and c > 1, (v, c)
+        at = planner.plan_step("budget", 8, 65536, 128, dtype=torch.float32, cp=c, variants=[v]).variants[v]
+        below = planner.plan_step("budget", 8, 65536, 128, dtype=torch.float32, cp=c // 2,
+                                  variants=[v]).variants[v]
+        assert at.rank_total <= budget < below.rank_total, v
+    assert r.variants["eager_rows"].min_cp is None  # the eager variants do not split rows
+
+
 def test_hybrid_configs_keep_kv_only_for_full_attention_layers():
     d = planner.load_config("qwen3.5-27b")
     assert memory._dims(d).L_kv == 16
@@ -105,6 +118,7 @@ def test_cli_prints_the_table(capsys):
     assert cli_main(["plan", "--longstraw"]) == 0
     out = capsys.readouterr().out
     assert "2,088,960" in out and "| replay_detach |" in out and "budget 96.00 GB" in out
+    assert "CP ranks to fit" in out
 
 
 def test_installed_entry_point():
