@@ -1,0 +1,129 @@
+"""Context parallelism for packed prefix trees (issue 33, item 1): which packed tokens each rank of a CP group
+holds, and tree attention whose queries are a rank's tokens and whose keys are every rank's.
+
+The building blocks of the CP packed step, not yet wired into the backend (``passes/rewrite.py`` still runs
+every packed token on every rank): what is here is exact and tested on its own, on one process and on two gloo
+ranks (``tests/test_context_parallel.py``).
+
+Shards. ``context_shards(plan, cp)`` cuts the DFS-packed token axis into ``2 * cp`` contiguous chunks of equal
+cost and gives rank r chunks r and ``2cp - 1 - r`` (the head-tail pairing of ring attention's load balancing):
+a token's cost is the number of keys its attention reads (its ancestors and its segment's tokens up to it:
+the prompt's later tokens and every completion token see more) plus ``token_cost``, the rest of its layer's
+work in the same unit (``token_cost_of(config)``); equal token counts are not the goal, equal work is.
+
+Attention. ``cp_tree_attention`` all-gathers the rank's keys and values with torch's functional collectives
+(``all_gather_single_autograd``: its backward is a reduce-scatter, so each key's gradient from every rank's
+queries is summed on the rank that owns it), puts them in packed order, and runs ``replaycompile::tree_attention``
+with the rank's tokens as queries (``ReplayPlan.query_segments``): the tree's visibility rule is the plan's, so
+flat groups and trees of any depth need nothing more. Sliding windows do not run here yet: the op reads the
+queries' positions as the last Nq keys' (detach_prefix's layout), not a rank's scattered tokens. Why all-gather and not a ring: on the CPU gloo ranks the
+tests run on, one collective per layer is cheaper than cp - 1 exchanges, and the gathered K/V of one layer is
+transient (the planner's ring term is one K/V block; a gathered layer is cp blocks). torch's own
+``context_parallel`` cannot take this op: it swaps SDPA for ring attention over a causal or no mask, and a tree
+is neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from replaycompile.plan import ReplayPlan
+
+__all__ = ["ContextShards", "context_shards", "visible_keys", "token_cost_of", "gather_tokens",
+           "cp_tree_attention"]
+
+
+@dataclass(frozen=True, eq=False)
+class ContextShards:
+    """The packed tokens of each rank of a CP group (see the module docstring)."""
+
+    cp: int
+    index: tuple          # per rank: its packed token indices, sorted ([n_r] int64)
+    cost: tuple           # per rank: its tokens' summed cost
+    size: int             # the longest shard: every rank pads to it for the all-gather
+    order: torch.Tensor   # [N] each packed token's place in the gathered (rank-major, padded) layout
+
+    def imbalance(self) -> float:
+        """The most loaded rank's cost over the mean (1.0: perfectly balanced)."""
+        mean = sum(self.cost) / self.cp
+        return max(self.cost) / mean if mean else 1.0
+
+
+def visible_keys(plan: ReplayPlan) -> torch.Tensor:
+    """[N] how many keys each packed token's attention reads: its segment's ancestors, then its own segment's
+    tokens up to and including itself."""
+    keys = torch.empty(plan.num_packed, dtype=torch.int64)
+    ptr = plan.seg_kv_ptr.tolist()
+    ranges = plan.kv_ranges.tolist()
+    for s in range(plan.num_segments):
+        own0, own1 = ranges[ptr[s + 1] - 1]
+        anc = sum(b - a for a, b in ranges[ptr[s]:ptr[s + 1] - 1])
+        keys[own0:own1] = anc + torch.arange(1, own1 - own0 + 1)
+    return keys
+
+
+def token_cost_of(config) -> float:
+    """A token's projections and MLP in units of one (query, key) pair of attention: the ``token_cost`` that
+    balances whole layers rather than attention alone (``replaycompile.planner.step_flops``' counts)."""
+    g = (lambda k: config.get(k)) if isinstance(config, dict) else (lambda k: getattr(config, k, None))
+    h, hq = g("hidden_size"), g("num_attention_heads")
+    hk, d = g("num_key_value_heads") or hq, g("head_dim") or h // hq
+    ff = g("intermediate_size")
+    return 2 * (h * hq * d + 2 * h * hk * d + hq * d * h + 3 * h * ff) / (4 * hq * d)
+
+
+def context_shards(plan: ReplayPlan, cp: int, token_cost: float = 0.0) -> ContextShards:
+    """Rank r's packed tokens: chunks r and 2cp-1-r of 2cp contiguous chunks of equal cost (module docstring)."""
+    if cp < 1:
+        raise ValueError(f"cp is a rank count (>= 1), got {cp}")
+    n = plan.num_packed
+    cost = visible_keys(plan).double() + float(token_cost)
+    if cp == 1:
+        index = (torch.arange(n),)
+        return ContextShards(1, index, (float(cost.sum()),), n, torch.arange(n))
+    csum = torch.cumsum(cost, 0)
+    total = float(csum[-1])
+    # chunk of each token: how many of the 2cp - 1 equal-cost cut points its cumulative cost before it passes
+    cuts = torch.tensor([total * j / (2 * cp) for j in range(1, 2 * cp)], dtype=torch.float64)
+    chunk = torch.searchsorted(cuts, csum - cost / 2, right=True)
+    rank_of_chunk = torch.tensor([min(c, 2 * cp - 1 - c) for c in range(2 * cp)])
+    rank = rank_of_chunk[chunk]
+    index = tuple(torch.nonzero(rank == r).reshape(-1) for r in range(cp))
+    size = max(int(ix.numel()) for ix in index)
+    order = torch.empty(n, dtype=torch.int64)
+    for r, ix in enumerate(index):
+        order[ix] = r * size + torch.arange(ix.numel())
+    return ContextShards(cp, index, tuple(float(cost[ix].sum()) for ix in index), size, order)
+
+
+def gather_tokens(x: torch.Tensor, shards: ContextShards, dim: int, group) -> torch.Tensor:
+    """Every rank's tokens of ``x`` (this rank's, along ``dim``) in packed order, differentiably: the backward
+    sums each token's gradient over the ranks and hands it to the rank that owns the token."""
+    from torch.distributed._functional_collectives import all_gather_single_autograd
+
+    dim = dim % x.dim()
+    pad = shards.size - x.shape[dim]
+    if pad:
+        widths = [0, 0] * (x.dim() - 1 - dim) + [0, pad]
+        x = F.pad(x, widths)
+    gathered = all_gather_single_autograd(x.contiguous(), dim, group)
+    return gathered.index_select(dim, shards.order.to(gathered.device))
+
+
+def cp_tree_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: ReplayPlan, shards: ContextShards,
+                      rank: int, group, scale: float, segments=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tree attention of this rank's queries over every rank's keys and values.
+
+    q [1, Hq, n_r, D], k [1, Hkv, n_r, D], v [1, Hkv, n_r, Dv]: the rank's tokens (``shards.index[rank]``).
+    Returns (out [1, Hq, n_r, Dv], lse [1, Hq, n_r]) equal to those rows of tree attention over the whole
+    packed batch. ``segments``: ``plan.query_segments(shards.index[rank])``, if the caller already has it."""
+    from replaycompile.kernels import tree_attention as _registers_the_op  # noqa: F401
+
+    keys = gather_tokens(k, shards, 2, group)
+    values = gather_tokens(v, shards, 2, group)
+    seg = segments if segments is not None else plan.query_segments(shards.index[rank])
+    no_subtree = torch.empty(0, dtype=torch.int64)
+    return torch.ops.replaycompile.tree_attention(q, keys, values, no_subtree, *seg, scale, [], 0, 0)

@@ -1,0 +1,119 @@
+"""replaycompile/context_parallel.py: CP shards of the packed token axis (balanced by attention work) and tree
+attention of a rank's queries over every rank's keys, on two gloo ranks."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from safetensors.torch import load_file, save_file
+
+from helpers import group_batch
+from test_detach_prefix import tree_batch
+from replaycompile.context_parallel import context_shards, cp_tree_attention, token_cost_of, visible_keys
+from replaycompile.kernels.tree_attention_reference import tree_attention_reference
+from replaycompile.plan import build_plan
+
+HQ, HKV, D = 4, 2, 8
+
+
+def _plans():
+    flat = build_plan(*group_batch(prompt_len=120, lens=(30, 12, 25, 40, 7, 33, 18, 21))[:2])
+    ids, am, _, _ = tree_batch(prompt_len=90, stems=((20, (15, 3, 9)), (11, (30, 2))))
+    return {"flat": flat, "tree": build_plan(ids, am)}
+
+
+@pytest.mark.parametrize("kind", ["flat", "tree"])
+def test_visible_keys_match_the_tree_mask(kind):
+    plan = _plans()[kind]
+    from replaycompile.kernels.tree_attention_reference import tree_visibility_mask
+
+    vis = tree_visibility_mask(plan.subtree_end)  # [N, N] query x key
+    torch.testing.assert_close(visible_keys(plan), vis.sum(-1).to(torch.int64))
+
+
+@pytest.mark.parametrize("kind", ["flat", "tree"])
+@pytest.mark.parametrize("cp", [2, 3, 4])
+def test_shards_partition_the_tokens_and_balance_the_work(kind, cp):
+    plan = _plans()[kind]
+    sh = context_shards(plan, cp)
+    every = torch.cat(sh.index)
+    assert sorted(every.tolist()) == list(range(plan.num_packed))
+    assert all(bool((ix[1:] > ix[:-1]).all()) for ix in sh.index)
+    # the gathered layout: rank r's j-th token sits at r * size + j
+    for r, ix in enumerate(sh.index):
+        assert sh.order[ix].tolist() == [r * sh.size + j for j in range(ix.numel())]
+    # balanced by attention work, which a split by token count is not (a prompt's later tokens see more keys)
+    keys = visible_keys(plan).double()
+    by_count = [keys[c].sum().item() for c in torch.arange(plan.num_packed).chunk(cp)]
+    assert sh.imbalance() < 1.15, sh.cost
+    assert sh.imbalance() < max(by_count) / (sum(by_count) / cp)
+    # with a per-token cost (the layer's other work) the shards move towards equal token counts
+    heavy = context_shards(plan, cp, token_cost=10 * float(keys.max()))
+    counts = [ix.numel() for ix in heavy.index]
+    assert max(counts) - min(counts) <= max(2, plan.num_packed // 20), counts
+
+
+def test_token_cost_of_a_config():
+    cfg = dict(hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=64, intermediate_size=768)
+    assert token_cost_of(cfg) == pytest.approx(2 * (65536 + 65536 + 65536 + 589824) / 1024)
+
+
+def _qkv(n, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(1, h, n, D, generator=g, dtype=torch.float64) for h in (HQ, HKV, HKV)] + \
+        [torch.randn(1, HQ, n, D, generator=g, dtype=torch.float64)]
+
+
+def _worker(rank, world, port, kind, out):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        torch.set_num_threads(1)
+        plan = _plans()[kind]
+        sh = context_shards(plan, world)
+        ix = sh.index[rank]
+        q, k, v, w = _qkv(plan.num_packed)
+        leaves = [x[:, :, ix].clone().requires_grad_() for x in (q, k, v)]
+        o, lse = cp_tree_attention(*leaves, plan, sh, rank, dist.group.WORLD, scale=D ** -0.5)
+        (o * w[:, :, ix]).sum().backward()  # this rank's queries' share of the loss
+        save_file({"out": o.detach().contiguous(), "lse": lse.detach().contiguous(), "index": ix,
+                   **{f"d{n}": x.grad.contiguous() for n, x in zip("qkv", leaves)}}, f"{out}.{rank}")
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("kind", ["flat", "tree"])
+def test_two_ranks_equal_one_process(kind, tmp_path):
+    """Each rank's output, log-sum-exp and its tokens' dq, dk, dv equal tree attention over the whole batch on
+    one process (the keys' gradients from the other rank's queries arrive through the all-gather's backward)."""
+    world = 2
+    out = str(tmp_path / "cp")
+    mp.spawn(_worker, args=(world, _free_port(), kind, out), nprocs=world, join=True)
+    plan = _plans()[kind]
+    q, k, v, w = _qkv(plan.num_packed)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o, lse = tree_attention_reference(*leaves, plan.subtree_end, D ** -0.5)
+    (o * w).sum().backward()
+    covered = []
+    for r in range(world):
+        got = load_file(f"{out}.{r}")
+        ix = got["index"]
+        covered += ix.tolist()
+        torch.testing.assert_close(got["out"], o.detach()[:, :, ix])
+        torch.testing.assert_close(got["lse"], lse.detach()[:, :, ix].to(got["lse"].dtype))
+        for n, x in zip("qkv", leaves):
+            # float64 inputs; the op's log-sum-exp is float32, which its backward reads: 1e-6, not 1e-7
+            torch.testing.assert_close(got[f"d{n}"], x.grad[:, :, ix], rtol=1e-6, atol=1e-6,
+                                       msg=lambda m: f"rank {r} d{n}: {m}")
+    assert sorted(covered) == list(range(plan.num_packed))
