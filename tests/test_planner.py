@@ -126,3 +126,23 @@ def test_installed_entry_point():
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "| eager_rows |" in res.stdout
+
+
+def test_within_15_percent_of_every_recorded_measurement():
+    """The planner's one-rank step peak against the peaks bench/long_context.py measured (the recorded points:
+    bench/results/*/long_context/measured_points.json), within the issue's 15%."""
+    import pathlib
+
+    files = sorted(pathlib.Path(__file__).resolve().parents[1].glob("bench/results/*/long_context/measured_points.json"))
+    assert files
+    checked = 0
+    for f in files:
+        rec = json.loads(f.read_text())
+        for pt in rec["points"]:
+            r = planner.plan_step(rec["model"], rec["group"], pt["prompt_len"], pt["completions"],
+                                  dtype=torch.float32, lm_head="chunked", variants=[pt["variant"]])
+            pred = r.variants[pt["variant"]].step_peak
+            assert abs(pred - pt["peak_bytes"]) <= 0.15 * pt["peak_bytes"], (f.name, pt["variant"],
+                                                                               pt["prompt_len"], pred)
+            checked += 1
+    assert checked >= 4
