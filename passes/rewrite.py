@@ -99,6 +99,8 @@ class PackedGraph:
     head_spaces: tuple = ()
     # what the last ``inputs`` call found: {"sizes": tokens per space, "positions_dropped", "tokens_dropped"}
     last: dict = field(default_factory=dict, repr=False)
+    # context parallelism (a "cp" input): (rank, world, token_cost), set by the backend; the shards are the plan's
+    cp: tuple | None = None
 
     def inputs(self, args, plan, split=None) -> list:
         """The packed graph's inputs after the original ``args``, in ``extra_inputs`` order, from the batch's
@@ -117,9 +119,23 @@ class PackedGraph:
         weights = None
         dropped = [0, 0]                     # positions whose weights are all zero, tokens no kept position reads
         out = []
+        shards = owner = None
         for what in self.extra_inputs:
             if what == "plan":
                 out.extend(getattr(src, n) for n in (SPLIT_INPUTS if split is not None else PLAN_INPUTS))
+            elif what == "cp":
+                from replaycompile.context_parallel import context_shards
+
+                rank, world, token_cost = self.cp
+                shards = context_shards(plan, world, token_cost)
+                mine = shards.index[rank]
+                owner = torch.empty(plan.num_packed, dtype=torch.int64)
+                for r, ix in enumerate(shards.index):
+                    owner[ix] = r
+                out.extend([plan.gather_index[mine], plan.columns[mine],
+                            torch.empty(shards.size - mine.numel(), dtype=torch.int64), shards.order,
+                            *plan.query_segments(mine)])
+                sizes[0] = int(mine.numel())
             elif what == "layout":
                 lay = split.block_layout_s(*self.blocks) if split is not None else plan.block_layout(*self.blocks)
                 out.extend(lay.tensors())
@@ -135,6 +151,22 @@ class PackedGraph:
                     sel = (index, scatter)
                     dropped[0] += n_pos
                     dropped[1] += n_tok
+                if shards is not None:
+                    # this rank's tokens of the slice (indices into its own tokens), the scatter as it is (it
+                    # reads the gathered slice), then the slice's padding and gathered order
+                    rank, world, _ = self.cp
+                    own = owner[sel[0]]
+                    mine = torch.nonzero(own == rank).reshape(-1)
+                    counts = [int((own == r).sum()) for r in range(world)]
+                    size = max(counts)
+                    order = torch.empty(sel[0].numel(), dtype=torch.int64)
+                    for r in range(world):
+                        order[own == r] = r * size + torch.arange(counts[r])
+                    local = torch.searchsorted(shards.index[rank], sel[0][mine])
+                    out.extend([local, sel[1], torch.empty(size - counts[rank], dtype=torch.int64), order])
+                    scatters.append(sel[1])
+                    sizes.append(int(sel[0].numel()))
+                    continue
                 out.extend(sel)
                 scatters.append(sel[-1])
                 sizes.append(sum(int(x.shape[0]) for x in sel[:-1]))
@@ -153,7 +185,8 @@ class PackedGraph:
                     out.extend(plan.unique_pairs(scatters[sp], lo, hi))
             else:
                 raise AssertionError(f"unknown packed-graph input {what!r}")
-        self.last = dict(sizes=sizes, positions_dropped=dropped[0], tokens_dropped=dropped[1])
+        self.last = dict(sizes=sizes, positions_dropped=dropped[0], tokens_dropped=dropped[1],
+                         num_packed=plan.num_packed)
         return out
 
     def _pair_inputs(self) -> int:
@@ -214,7 +247,7 @@ def tree_scan_call(kind: str = "gated_deltanet"):
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
             device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None,
-            tree_scan: dict | None = None, prune: bool = True) -> PackedGraph:
+            tree_scan: dict | None = None, prune: bool = True, cp_group: str | None = None) -> PackedGraph:
     """The packed graph of a graph the analysis accepted (``a.reason is None``); it never declines.
 
     ``attention``/``device``: the tree attention's implementation (``choose_blocks``); with the Triton kernels
@@ -240,8 +273,21 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     attention output and MLP, where the loss reads its positions) run on those tokens alone; the attention among
     them reads all keys with the queries of those tokens (the plan's ``query_segments``, "query_segments" in
     ``extra_inputs``). Exact mode on the PyTorch attention path only (the Triton kernels take queries and keys
-    at the same tokens; detach_prefix's two streams keep their own layout)."""
+    at the same tokens; detach_prefix's two streams keep their own layout).
+
+    ``cp_group`` (the name of a process group): context parallelism. Every per-token op runs on this rank's
+    packed tokens only (the "cp" inputs: its gather index and columns, then per space the padding and the order
+    that put every rank's tokens back in packed order); each attention all-gathers keys and values and reads
+    them with this rank's queries (``replaycompile.context_parallel``); a value that leaves the packed region is
+    all-gathered first, so every rank computes the same loss (the gathers' backward sums over the ranks: each
+    rank's parameter gradients are its tokens' share times the group size, and averaging them over the group, as
+    DDP and FSDP2 do, gives the batch's gradient). The caller asks for it only in exact mode on the PyTorch
+    attention path, with ``prune`` and ``chunked_lm_head`` off, no windows and no recurrent layers."""
     assert a.reason is None, a.reason
+    if cp_group is not None:
+        assert not detach_prefix and not prune and not chunked_lm_head and not windows and not tree_scan, \
+            "context parallelism: declined by the backend"
+        attention = "torch"
     scan_sites = {s.output: s for s in (tree_scan or {}).values()}
     scan_inside = {n for s in scan_sites.values() for n in s.inside}
     blocks = choose_blocks(a, attention, device)
@@ -262,6 +308,14 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         streams = [_Stream(g, "S", plan["gather_s"], plan["columns_s"], no_grad=True),
                    _Stream(g, "R", plan["gather_r"], plan["columns_r"], no_grad=False)]
         no_subtree = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
+    elif cp_group is not None:
+        # this rank's tokens; per space, the padding to the longest rank's count and every token's place in the
+        # gathered layout (context_parallel.gather_tokens)
+        cp_in = {name: g.placeholder(f"rc_cp_{name}") for name in ("gather", "columns", "pad", "order")}
+        cp_qseg = [g.placeholder(f"rc_cp_qseg_{i}") for i in range(3)]
+        extra.append("cp")
+        streams = [_Stream(g, "all", cp_in["gather"], cp_in["columns"], no_grad=False)]
+        cp_space = [(cp_in["pad"], cp_in["order"])]
     else:
         streams = [_Stream(g, "all", plan["gather_index"], plan["columns"], no_grad=False)]
     scat = [plan["scatter_index"]]
@@ -270,6 +324,10 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             st.add_slice(g, g.placeholder(f"rc_sub{sl.space}_index_{st.name}"))
         scat.append(g.placeholder(f"rc_sub{sl.space}_scatter"))
         extra.append("slice")
+        if cp_group is not None:
+            cp_space.append((g.placeholder(f"rc_cp_sub{sl.space}_pad"), g.placeholder(f"rc_cp_sub{sl.space}_order")))
+    if cp_group is not None:
+        no_subtree_cp = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
     sites = {s.node: s for s in a.attention}
     sel, sel_space = {}, None
     if prune and not detach_prefix and blocks is None:
@@ -293,8 +351,13 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     selection_env: dict = {}  # key-selection nodes emitted on the packed tokens (sites may share them)
 
     def full(x, sp):
-        """A packed node's values on all packed tokens of its space (streams concatenated)."""
+        """A packed node's values on all packed tokens of its space (streams concatenated; every rank's tokens
+        gathered under context parallelism)."""
         vals = [st.env[x] for st in streams]
+        if cp_group is not None:
+            axis = a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)
+            pad, order = cp_space[sp]
+            return g.call_function(ops.cp_gather, (vals[0], axis, pad, order, cp_group))
         if len(vals) == 1:
             return vals[0]
         return g.call_function(torch.cat, (vals, a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)))
@@ -498,6 +561,15 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 continue
             st = streams[0]
             q, kk, v = (get_packed(x, 0, st) for x in (s.q, s.k, s.v))
+            if cp_group is not None:
+                # this rank's queries over every rank's keys and values (the segment CSR of its tokens)
+                pad, order = cp_space[0]
+                keys, values = (g.call_function(ops.cp_gather, (x, 2, pad, order, cp_group)) for x in (kk, v))
+                res = g.call_function(torch.ops.replaycompile.tree_attention.default,
+                                      (q, keys, values, no_subtree_cp, *cp_qseg, s.scale, [], 0, 0)
+                                      + extras(None, st))
+                st.env[n] = g.call_function(operator.getitem, (res, 0))
+                continue
             res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                   (q, kk, v, plan["subtree_end"], plan["seg_q"], plan["seg_kv_ptr"],
                                    plan["kv_ranges"], s.scale, layout, block_q, block_k)
@@ -516,7 +588,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
     vocab = max((int(shape(w)[0]) for _, w, _, _ in chains.values()), default=0)
-    weights = _space_weights(gm, a, old_nodes) if not detach_prefix and a.slices else None
+    weights = _space_weights(gm, a, old_nodes) if not detach_prefix and cp_group is None and a.slices else None
     head_spaces = tuple(a.space[_gather_args(n)[0]] for n in old_nodes
                         if a.kind.get(n) == Kind.ROW and n in a.boundaries and _is_vocab_gather(n, a))
     bounds = tuple((sl.start, sl.stop) for sl in a.slices)
@@ -534,6 +606,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         count("loss_weighted_spaces", len(weights.keep))
         log.info("replay: the loss weighs %s by runtime masks: positions whose weights are zero are not computed",
                  ", ".join(f"the {_slice_name(a, sp)}'s tokens" for sp in sorted(weights.keep)))
+    if cp_group is not None:
+        count("context_parallel_graphs")
     return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab, bounds,
                        subgraph_module(gm, bound_nodes) if bound_nodes else None, _row_outputs(out_node, a),
                        len(sel), n_sel_attention,

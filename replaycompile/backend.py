@@ -58,6 +58,9 @@ _OPTIONS: dict[str, tuple] = {
     # recurrent layers (Gated DeltaNet): run on the prefix tree where the tree scan applies (the default; per row
     # where it does not, with the reason logged), or always per row
     "recurrent": ("tree_scan", "per_row"),
+    # context parallelism: a process group (or a 1-D DeviceMesh) whose ranks run the same batch, each computing
+    # its share of the packed tokens (replaycompile/context_parallel.py)
+    "context_parallel": None,
 }
 
 
@@ -70,6 +73,7 @@ class ReplayOptions:
     schedule: Any = None
     lm_head: str = "auto"
     recurrent: str = "tree_scan"
+    context_parallel: Any = None
 
 
 def parse_options(options: dict | None) -> ReplayOptions:
@@ -91,6 +95,22 @@ def parse_options(options: dict | None) -> ReplayOptions:
         elif not isinstance(sched, SparrowSchedule):
             raise ValueError(f"replay backend: option schedule={sched!r} must be a SparrowSchedule or the path of "
                              f"its JSON file")
+    cp = options.get("context_parallel")
+    if cp is not None:
+        import torch.distributed as dist
+
+        if hasattr(cp, "get_group"):  # a DeviceMesh
+            if cp.ndim != 1:
+                raise ValueError(f"replay backend: option context_parallel takes a 1-D DeviceMesh (or a process "
+                                 f"group), got a {cp.ndim}-D mesh: pass its CP dimension, mesh['cp']")
+            cp = cp.get_group()
+        if not isinstance(cp, dist.ProcessGroup):
+            raise ValueError(f"replay backend: option context_parallel={cp!r} must be a process group or a 1-D "
+                             f"DeviceMesh")
+        if options.get("mode") == "detach_prefix":
+            raise ValueError("replay backend: context_parallel runs the exact step only; mode='detach_prefix' with "
+                             "context parallelism is not built")
+        options["context_parallel"] = cp
     return ReplayOptions(**options)
 
 
@@ -379,6 +399,20 @@ class ReplayGraph:
     def _rewrite(self, windows: dict | None = None) -> None:
         """The packed graphs (plain and chunked LM head); ``windows``: attention node -> its sliding window."""
         self._windows = windows
+        self._cp_note = None
+        group = self.opts.context_parallel
+        if group is not None:
+            why = self._cp_declined(windows)
+            if why is None:
+                import torch.distributed as dist
+
+                self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, prune=False,
+                                      device=self._device, cp_group=group.group_name)
+                self.packed.cp = (dist.get_rank(group), dist.get_world_size(group), 0.0)
+                self.packed_chunked = None
+                return
+            self._cp_note = f"not applied to this graph: {why}; every rank computes all its packed tokens"
+            log.warning("replay: context_parallel %s", self._cp_note)
         kw = dict(detach_prefix=self.opts.mode == "detach_prefix", attention=self.opts.attention,
                   device=self._device, windows=windows, tree_scan=self.tree_scan_layers)
         self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, **kw)
@@ -387,6 +421,16 @@ class ReplayGraph:
             chunked = rewrite(self.gm, self.analysis, chunked_lm_head=True, **kw)
             if chunked.lm_head_vocab:
                 self.packed_chunked = chunked
+
+    def _cp_declined(self, windows) -> str | None:
+        """Why this graph runs without context parallelism (None: it runs with it)."""
+        if windows:
+            return "sliding-window attention (its query positions on a rank's tokens are not built)"
+        if self.tree_scan_layers or self.per_row_layers:
+            return "recurrent layers (their scan over a rank's tokens is not built)"
+        if any(s.selection is not None for s in self.analysis.attention):
+            return "attention with key selection"
+        return None
 
     def _check_tree_scan(self, args, ids) -> None:
         """Hold each tree-scan layer to the layer itself once (recurrent.verify_tree_scan); one that differs is
@@ -512,7 +556,20 @@ class ReplayGraph:
             recurrent_tokens_computed=unpacked if applied and self.per_row_layers else 0,
             # recurrent layers run on the prefix tree (module paths): every packed token once
             recurrent_tree_scan=list(self.tree_scan_layers) if applied else [],
+            context_parallel=self._cp_stats(applied, continued),
         ), key=key, graph=self.name)
+
+    def _cp_stats(self, applied: bool, continued: bool) -> str | None:
+        if self.opts.context_parallel is None or not applied:
+            return None
+        if continued:
+            return "not applied to this graph: a continuation graph (no token ids); it computes all its tokens"
+        packed = self.packed
+        if packed is not None and packed.cp is not None:
+            rank, world, _ = packed.cp
+            n, total = packed.last.get("sizes", [0])[0], packed.last.get("num_packed")
+            return f"rank {rank} of {world}: {n} of {total} packed tokens"
+        return getattr(self, "_cp_note", None)
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):
         if log_it:

@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
+from replaycompile.ops import cp_gather
 from replaycompile.plan import ReplayPlan
 
 __all__ = ["ContextShards", "context_shards", "visible_keys", "token_cost_of", "gather_tokens",
@@ -101,16 +101,10 @@ def context_shards(plan: ReplayPlan, cp: int, token_cost: float = 0.0) -> Contex
 
 def gather_tokens(x: torch.Tensor, shards: ContextShards, dim: int, group) -> torch.Tensor:
     """Every rank's tokens of ``x`` (this rank's, along ``dim``) in packed order, differentiably: the backward
-    sums each token's gradient over the ranks and hands it to the rank that owns the token."""
-    from torch.distributed._functional_collectives import all_gather_single_autograd
-
+    sums each token's gradient over the ranks and hands it to the rank that owns the token (``ops.cp_gather``)."""
     dim = dim % x.dim()
-    pad = shards.size - x.shape[dim]
-    if pad:
-        widths = [0, 0] * (x.dim() - 1 - dim) + [0, pad]
-        x = F.pad(x, widths)
-    gathered = all_gather_single_autograd(x.contiguous(), dim, group)
-    return gathered.index_select(dim, shards.order.to(gathered.device))
+    pad = torch.empty(shards.size - x.shape[dim], dtype=torch.int64)
+    return cp_gather(x, dim, pad, shards.order.to(x.device), group)
 
 
 def cp_tree_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: ReplayPlan, shards: ContextShards,

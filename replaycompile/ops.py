@@ -101,3 +101,18 @@ def replay_log_softmax_gather(x: torch.Tensor, scatter: torch.Tensor, index: tor
     [1, N, V] in float32 or float64 (the rewrite uses it only there: in bf16 the two-step rounding of
     log-softmax is not this one's)."""
     return _LogSoftmaxGather.apply(x, scatter, index)
+
+
+def cp_gather(x: torch.Tensor, dim: int, pad: torch.Tensor, order: torch.Tensor, group) -> torch.Tensor:
+    """Context parallelism: every rank's tokens of ``x`` (this rank's, along ``dim``) in packed order.
+
+    ``pad``: a tensor whose length is how many tokens this rank lacks to the longest rank's count (only its
+    length is read: sizes stay symbolic); ``order`` [N]: each packed token's place in the gathered, rank-major
+    layout (``context_parallel.ContextShards.order``); ``group``: a process group or its name. Differentiable:
+    torch's functional all-gather, whose backward reduce-scatters, so a token's gradient from every rank is
+    summed on the rank that owns it."""
+    from torch.distributed._functional_collectives import all_gather_single_autograd
+
+    filler = x.new_zeros(tuple(x.shape[:dim]) + (pad.shape[0],) + tuple(x.shape[dim + 1:]))
+    x = torch.cat([x, filler], dim)
+    return all_gather_single_autograd(x.contiguous(), dim, group).index_select(dim, order)

@@ -57,6 +57,8 @@ class GraphStats:
     recurrent_per_row: list[str] | None = None  # recurrent layers computed per row (module paths): not shared inside
     recurrent_tokens_computed: int | None = None  # the positions those layers ran on (rows x columns, padding too)
     recurrent_tree_scan: list[str] | None = None  # recurrent layers run on the prefix tree (module paths): shared
+    # context parallelism: this rank's share ("rank r of w: n of N packed tokens") or why the graph ran without it
+    context_parallel: str | None = None
     # -- a Sparrow decode step (None for a packing graph)
     sparse_layers: list[int] | None = None
     dense_layers: list[int] | None = None

@@ -117,3 +117,81 @@ def test_two_ranks_equal_one_process(kind, tmp_path):
             torch.testing.assert_close(got[f"d{n}"], x.grad[:, :, ix], rtol=1e-6, atol=1e-6,
                                        msg=lambda m: f"rank {r} d{n}: {m}")
     assert sorted(covered) == list(range(plan.num_packed))
+
+
+# ------------------------------------------------------------------ the packed step under backend="replay"
+
+def _batch(kind):
+    if kind == "flat":
+        return group_batch(prompt_len=40, lens=(9, 4, 12, 7), vocab=128, left_pad=2)
+    return tree_batch(prompt_len=30, stems=((6, (5, 3)), (4, (7, 2, 4))))
+
+
+def _step_worker(rank, world, port, kind, out):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        torch.set_num_threads(1)
+        import replaycompile
+        from helpers import AOT, step_loss
+        from replaycompile.models import tiny_model
+
+        torch.manual_seed(0)
+        model = tiny_model("qwen3")
+        ids, am, adv, p = _batch(kind)
+        step = torch.compile(step_loss, backend="replay", options={**AOT, "context_parallel": dist.group.WORLD})
+        loss = step(model, ids, am, adv, p)
+        loss.backward()
+        st = replaycompile.last_stats()
+        grads = {}
+        for name, q in model.named_parameters():
+            g = q.grad.detach().clone()
+            if name == "model.layers.0.mlp.down_proj.weight":
+                grads["own." + name] = g.clone()  # this rank's tokens' share (times the group size), before the mean
+            dist.all_reduce(g)  # what DDP / FSDP2 do over the group: the mean of the ranks' gradients
+            grads[name] = (g / world).contiguous()
+        if rank == 0:
+            torch.manual_seed(0)
+            ref = tiny_model("qwen3")
+            ref_loss = step_loss(ref, ids, am, adv, p)
+            ref_loss.backward()
+            grads.update({f"ref.{n}": q.grad.detach().clone().contiguous() for n, q in ref.named_parameters()})
+            grads["loss"], grads["ref.loss"] = loss.detach().reshape(1), ref_loss.detach().reshape(1)
+        save_file(grads if rank == 0 else {"loss": loss.detach().reshape(1)}, f"{out}.{rank}",
+                  metadata={"applied": str(st["applied"]), "cp": str(st["context_parallel"]),
+                            "computed": str(st["tokens_computed"])})
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("kind", ["flat", "tree"])
+def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
+    """torch.compile(backend="replay", options={"context_parallel": group}) on two gloo ranks: each rank computes
+    about half the packed tokens, both get the single-process loss, and the gradients averaged over the group
+    (as DDP and FSDP2 do) equal one process's eager gradients."""
+    from safetensors import safe_open
+
+    world = 2
+    out = str(tmp_path / "step")
+    mp.spawn(_step_worker, args=(world, _free_port(), kind, out), nprocs=world, join=True)
+    metas = []
+    for r in range(world):
+        with safe_open(f"{out}.{r}", "pt") as f:
+            metas.append(f.metadata())
+    for m in metas:
+        assert m["applied"] == "True", m
+        assert m["cp"].startswith(f"rank "), m
+    shares = [int(m["cp"].split(": ")[1].split(" of ")[0]) for m in metas]
+    total = int(metas[0]["cp"].split(" of ")[-1].split()[0])
+    assert sum(shares) == total == int(metas[0]["computed"]) and max(shares) < 0.75 * total, (shares, total)
+    got = load_file(f"{out}.0")
+    other = load_file(f"{out}.1")
+    torch.testing.assert_close(got["loss"], got["ref.loss"], rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(other["loss"], got["ref.loss"], rtol=1e-5, atol=1e-7)
+    # each rank really computed only its share: its own gradient is not the batch's
+    own = "model.layers.0.mlp.down_proj.weight"
+    assert not torch.allclose(got[f"own.{own}"], got[f"ref.{own}"], rtol=1e-3, atol=1e-6)
+    names = [k for k in got if not k.startswith(("ref.", "own.")) and k != "loss"]
+    assert names
+    for name in names:
+        torch.testing.assert_close(got[name], got[f"ref.{name}"], rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: {m}")
