@@ -163,7 +163,10 @@ class PackedGraph:
                     for r in range(world):
                         order[own == r] = r * size + torch.arange(counts[r])
                     local = torch.searchsorted(shards.index[rank], sel[0][mine])
-                    out.extend([local, sel[1], torch.empty(size - counts[rank], dtype=torch.int64), order])
+                    lookup = torch.full((sel[0].numel() + 1,), int(mine.numel()), dtype=torch.int64)
+                    lookup[mine] = torch.arange(mine.numel())
+                    out.extend([local, sel[1], torch.empty(size - counts[rank], dtype=torch.int64), order,
+                                lookup[sel[1]]])
                     scatters.append(sel[1])
                     sizes.append(int(sel[0].numel()))
                     continue
@@ -316,6 +319,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         extra.append("cp")
         streams = [_Stream(g, "all", cp_in["gather"], cp_in["columns"], no_grad=False)]
         cp_space = [(cp_in["pad"], cp_in["order"])]
+        cp_local_scatter = {}  # slice space -> [B, K] the rank's own index of each position's token (n_r: not its)
     else:
         streams = [_Stream(g, "all", plan["gather_index"], plan["columns"], no_grad=False)]
     scat = [plan["scatter_index"]]
@@ -326,6 +330,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         extra.append("slice")
         if cp_group is not None:
             cp_space.append((g.placeholder(f"rc_cp_sub{sl.space}_pad"), g.placeholder(f"rc_cp_sub{sl.space}_order")))
+            cp_local_scatter[sl.space] = g.placeholder(f"rc_cp_sub{sl.space}_local_scatter")
     if cp_group is not None:
         no_subtree_cp = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
     sites = {s.node: s for s in a.attention}
@@ -465,6 +470,21 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                          for st, (flat, local, rows) in zip(streams, pairs[n])]
                 row_env[n] = _emit_chunked_logprobs(g, n, shape(w), full(h, a.space[h]), parts,
                                                     get_row(_gather_args(n)[2]), scat[a.space[h]], dtype)
+                continue
+            if n in a.boundaries and _is_vocab_gather(n, a) and cp_group is not None and \
+                    a.space[_gather_args(n)[0]] in cp_local_scatter:
+                # each rank gathers its own tokens' log-probs (zeros elsewhere) and the ranks' results are summed:
+                # the logits never leave the rank (no [M, V] gather)
+                base, dim, index = _gather_args(n)
+                sp = a.space[base]
+                x = _fused_log_softmax_input(base, a)
+                local = cp_local_scatter[sp]
+                if x is not None and x in streams[0].env:
+                    part = g.call_function(ops.replay_log_softmax_gather, (streams[0].env[x], local, get_row(index)))
+                else:
+                    part = g.call_function(ops.replay_gather, (streams[0].env[base], local, get_row(index)))
+                row_env[n] = g.call_function(ops.cp_sum, (part, cp_group))
+                count("context_parallel_local_logprobs")
                 continue
             if n in a.boundaries and _is_vocab_gather(n, a):
                 base, dim, index = _gather_args(n)

@@ -116,3 +116,13 @@ def cp_gather(x: torch.Tensor, dim: int, pad: torch.Tensor, order: torch.Tensor,
     filler = x.new_zeros(tuple(x.shape[:dim]) + (pad.shape[0],) + tuple(x.shape[dim + 1:]))
     x = torch.cat([x, filler], dim)
     return all_gather_single_autograd(x.contiguous(), dim, group).index_select(dim, order)
+
+
+def cp_sum(x: torch.Tensor, group) -> torch.Tensor:
+    """Context parallelism: the sum of ``x`` over the ranks of ``group`` (each holds its own tokens' share, zeros
+    elsewhere). Through the functional all-gather, whose backward reduce-scatters: every rank computes the same
+    loss from the sum, so each share's gradient is the group size times the loss's (the scale the gathers of
+    ``cp_gather`` give too; averaging over the group, as DDP does, undoes it)."""
+    from torch.distributed._functional_collectives import all_gather_single_autograd
+
+    return all_gather_single_autograd(x.unsqueeze(0).contiguous(), 0, group).sum(0)

@@ -21,10 +21,10 @@ term by term, checked against measured peaks (``tests/test_memory_model.py``, ``
 
 Parallel layout. FSDP2 shards weights, gradients and optimizer state over all ``dp * cp`` ranks (as torchtitan
 shards over its ``dp_shard_cp`` mesh) and gathers two layers' weights at a time (one in use, one prefetched).
-Context parallelism is modelled as the ring design of issue 33 (each rank holds ``1/cp`` of the packed tokens,
-balanced by attention work, and one K/V block in flight beside the one it attends to): **it is a prediction for
-a design this project has not built yet** (the report says so whenever ``cp > 1``), and the eager variants do
-not use it (they run whole rows on every rank). Gated DeltaNet / linear-attention layers of hybrid configs
+Context parallelism is modelled as ``replaycompile.context_parallel`` builds it for the exact step (each rank
+holds ``1/cp`` of the packed tokens, balanced by attention work, plus each attention layer's all-gathered K/V;
+its LM head is the plain one, on its own tokens); under checkpointing and detach_prefix it is a prediction (the report
+says so whenever ``cp > 1``), and the eager variants do not use it (they run whole rows on every rank). Gated DeltaNet / linear-attention layers of hybrid configs
 (``layer_types``) are counted as attention layers of the same widths: an approximation, flagged in the report.
 """
 
@@ -233,9 +233,11 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
                   gathered_layers=2 * layer * b if shard > 1 else 0)
     notes = []
     if cp > 1:
-        notes.append(f"cp={cp}: context parallelism is a prediction for the ring design of issue 33, not built "
-                     f"yet; replay variants hold 1/{cp} of the packed tokens per rank plus one K/V block in "
-                     f"flight; the eager variants do not split rows (their figures are cp=1's)")
+        notes.append(f"cp={cp}: replay holds 1/{cp} of the packed tokens per rank plus every attention layer's "
+                     f"gathered K/V (options={{'context_parallel': group}}, exact mode: built and measured by "
+                     f"bench/cp_step.py); replay_ckpt and replay_detach under CP are predictions (checkpointing "
+                     f"with CP is untested, detach_prefix with CP is not built); the eager variants do not split "
+                     f"rows (their figures are cp=1's)")
     lin = _hybrid(d)
     if lin:
         notes.append(f"{lin} of {m.L} layers are linear attention (Gated DeltaNet): they keep no per-token K/V "
@@ -248,14 +250,21 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
         split = cp if v.startswith("replay") else 1
         pr = math.ceil(p / split)
         cr = [math.ceil(c / split) for c in comps]
-        t = memory.breakdown(d, group, pr, cr, dtype=dtype, variant=mv,
-                             lm_head=lm_head if v.startswith("replay") else "auto")
+        # the CP step runs the plain LM head (the chunked one is not built for it)
+        head = ("plain" if split > 1 else lm_head) if v.startswith("replay") else "auto"
+        t = memory.breakdown(d, group, pr, cr, dtype=dtype, variant=mv, lm_head=head)
         step = t["peak"]
         if shard > 1:  # FSDP2: the gradients are reduce-scattered layer by layer; a rank keeps its shard
             step -= t["grads"] - t["grads"] / shard
-        if split > 1:  # the ring: one K/V block of the next rank's tokens in flight, one layer at a time
-            t["ring"] = 2 * (pr + sum(cr)) * m.kd * b if m.L_kv else 0
-            step += t["ring"]
+        if split > 1:
+            # the all-gather design (replaycompile/context_parallel.py): each attention layer's gathered K/V of
+            # every token, saved for its backward (a rank's logits stay on it: its log-probs are summed)
+            if v == "replay_detach":  # not built: predicted as a ring (one K/V block in flight)
+                t["ring"] = 2 * (pr + sum(cr)) * m.kd * b if m.L_kv else 0
+                step += t["ring"]
+            else:
+                t["cp_kv"] = 2 * (prompt_len + sum(comps)) * m.kd * m.L_kv * b
+                step += t["cp_kv"]
         return int(step), t
 
     out = {}

@@ -159,6 +159,8 @@ def _step_worker(rank, world, port, kind, out):
             grads["loss"], grads["ref.loss"] = loss.detach().reshape(1), ref_loss.detach().reshape(1)
         save_file(grads if rank == 0 else {"loss": loss.detach().reshape(1)}, f"{out}.{rank}",
                   metadata={"applied": str(st["applied"]), "cp": str(st["context_parallel"]),
+                            "local_logprobs": str(torch._dynamo.utils.counters["replay"][
+                                "context_parallel_local_logprobs"]),
                             "computed": str(st["tokens_computed"])})
     finally:
         dist.destroy_process_group()
@@ -180,6 +182,7 @@ def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
             metas.append(f.metadata())
     for m in metas:
         assert m["applied"] == "True", m
+        assert int(m["local_logprobs"]) >= 1, m  # the logits stayed on their rank (no [M, V] gather)
         assert m["cp"].startswith(f"rank "), m
     shares = [int(m["cp"].split(": ")[1].split(" of ")[0]) for m in metas]
     total = int(metas[0]["cp"].split(" of ")[-1].split()[0])
