@@ -166,6 +166,7 @@ def _step_worker(rank, world, port, kind, out):
         dist.destroy_process_group()
 
 
+@pytest.mark.slow  # two processes that each compile the step: over 15 s on 2 cores
 @pytest.mark.parametrize("kind", ["flat", "tree"])
 def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
     """torch.compile(backend="replay", options={"context_parallel": group}) on two gloo ranks: each rank computes
