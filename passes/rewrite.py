@@ -285,10 +285,10 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     all-gathered first, so every rank computes the same loss (the gathers' backward sums over the ranks: each
     rank's parameter gradients are its tokens' share times the group size, and averaging them over the group, as
     DDP and FSDP2 do, gives the batch's gradient). The caller asks for it only in exact mode on the PyTorch
-    attention path, with ``prune`` and ``chunked_lm_head`` off, no windows and no recurrent layers."""
+    attention path, with ``prune`` and ``chunked_lm_head`` off and no recurrent layers."""
     assert a.reason is None, a.reason
     if cp_group is not None:
-        assert not detach_prefix and not prune and not chunked_lm_head and not windows and not tree_scan, \
+        assert not detach_prefix and not prune and not chunked_lm_head and not tree_scan, \
             "context parallelism: declined by the backend"
         attention = "torch"
     scan_sites = {s.output: s for s in (tree_scan or {}).values()}
@@ -585,9 +585,10 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 # this rank's queries over every rank's keys and values (the segment CSR of its tokens)
                 pad, order = cp_space[0]
                 keys, values = (g.call_function(ops.cp_gather, (x, 2, pad, order, cp_group)) for x in (kk, v))
+                # a window reads the keys' positions (all tokens'); each query's is its own key's
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (q, keys, values, no_subtree_cp, *cp_qseg, s.scale, [], 0, 0)
-                                      + extras(None, st))
+                                      + extras(plan["columns"], st, plan["gather_index"]))
                 st.env[n] = g.call_function(operator.getitem, (res, 0))
                 continue
             res = g.call_function(torch.ops.replaycompile.tree_attention.default,

@@ -402,12 +402,12 @@ class ReplayGraph:
         self._cp_note = None
         group = self.opts.context_parallel
         if group is not None:
-            why = self._cp_declined(windows)
+            why = self._cp_declined()
             if why is None:
                 import torch.distributed as dist
 
                 self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, prune=False,
-                                      device=self._device, cp_group=group.group_name)
+                                      device=self._device, windows=windows, cp_group=group.group_name)
                 self.packed.cp = (dist.get_rank(group), dist.get_world_size(group), 0.0)
                 self.packed_chunked = None
                 return
@@ -422,10 +422,8 @@ class ReplayGraph:
             if chunked.lm_head_vocab:
                 self.packed_chunked = chunked
 
-    def _cp_declined(self, windows) -> str | None:
+    def _cp_declined(self) -> str | None:
         """Why this graph runs without context parallelism (None: it runs with it)."""
-        if windows:
-            return "sliding-window attention (its query positions on a rank's tokens are not built)"
         if self.tree_scan_layers or self.per_row_layers:
             return "recurrent layers (their scan over a rank's tokens is not built)"
         if any(s.selection is not None for s in self.analysis.attention):

@@ -15,8 +15,8 @@ Attention. ``cp_tree_attention`` all-gathers the rank's keys and values with tor
 (``all_gather_single_autograd``: its backward is a reduce-scatter, so each key's gradient from every rank's
 queries is summed on the rank that owns it), puts them in packed order, and runs ``replaycompile::tree_attention``
 with the rank's tokens as queries (``ReplayPlan.query_segments``): the tree's visibility rule is the plan's, so
-flat groups and trees of any depth need nothing more. Sliding windows do not run here yet: the op reads the
-queries' positions as the last Nq keys' (detach_prefix's layout), not a rank's scattered tokens. Why all-gather and not a ring: on the CPU gloo ranks the
+flat groups, trees of any depth and sliding windows need nothing more (a window reads the keys' positions,
+every token's; each query's own is its key's). Why all-gather and not a ring: on the CPU gloo ranks the
 tests run on, one collective per layer is cheaper than cp - 1 exchanges, and the gathered K/V of one layer is
 transient (the planner's ring term is one K/V block; a gathered layer is cp blocks). torch's own
 ``context_parallel`` cannot take this op: it swaps SDPA for ring attention over a causal or no mask, and a tree

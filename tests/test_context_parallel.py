@@ -122,6 +122,8 @@ def test_two_ranks_equal_one_process(kind, tmp_path):
 # ------------------------------------------------------------------ the packed step under backend="replay"
 
 def _batch(kind):
+    if kind == "window":
+        return tree_batch()
     if kind == "flat":
         return group_batch(prompt_len=40, lens=(9, 4, 12, 7), vocab=128, left_pad=2)
     return tree_batch(prompt_len=30, stems=((6, (5, 3)), (4, (7, 2, 4))))
@@ -136,8 +138,14 @@ def _step_worker(rank, world, port, kind, out):
         from helpers import AOT, step_loss
         from replaycompile.models import tiny_model
 
-        torch.manual_seed(0)
-        model = tiny_model("qwen3")
+        def build():
+            torch.manual_seed(0)
+            if kind == "window":  # Mistral with a 4-token window: crosses every branch point
+                from test_sliding_window import hf_model
+                return hf_model("mistral", "sdpa")
+            return tiny_model("qwen3")
+
+        model = build()
         ids, am, adv, p = _batch(kind)
         step = torch.compile(step_loss, backend="replay", options={**AOT, "context_parallel": dist.group.WORLD})
         loss = step(model, ids, am, adv, p)
@@ -151,8 +159,7 @@ def _step_worker(rank, world, port, kind, out):
             dist.all_reduce(g)  # what DDP / FSDP2 do over the group: the mean of the ranks' gradients
             grads[name] = (g / world).contiguous()
         if rank == 0:
-            torch.manual_seed(0)
-            ref = tiny_model("qwen3")
+            ref = build()
             ref_loss = step_loss(ref, ids, am, adv, p)
             ref_loss.backward()
             grads.update({f"ref.{n}": q.grad.detach().clone().contiguous() for n, q in ref.named_parameters()})
@@ -167,7 +174,7 @@ def _step_worker(rank, world, port, kind, out):
 
 
 @pytest.mark.slow  # two processes that each compile the step: over 15 s on 2 cores
-@pytest.mark.parametrize("kind", ["flat", "tree"])
+@pytest.mark.parametrize("kind", ["flat", "tree", "window"])
 def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
     """torch.compile(backend="replay", options={"context_parallel": group}) on two gloo ranks: each rank computes
     about half the packed tokens, both get the single-process loss, and the gradients averaged over the group
