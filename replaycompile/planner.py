@@ -235,9 +235,9 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
     if cp > 1:
         notes.append(f"cp={cp}: replay holds 1/{cp} of the packed tokens per rank plus every attention layer's "
                      f"gathered K/V (options={{'context_parallel': group}}, exact mode: built and measured by "
-                     f"bench/cp_step.py); replay_ckpt and replay_detach under CP are predictions (checkpointing "
-                     f"with CP is untested, detach_prefix with CP is not built); the eager variants do not split "
-                     f"rows (their figures are cp=1's)")
+                     f"bench/cp_step.py); under CP replay_ckpt is exact (tests/test_context_parallel.py) but its memory "
+                     f"unmeasured, and replay_detach is a prediction (detach_prefix with CP is not built); the eager "
+                     f"variants do not split rows (their figures are cp=1's)")
     lin = _hybrid(d)
     if lin:
         notes.append(f"{lin} of {m.L} layers are linear attention (Gated DeltaNet): they keep no per-token K/V "

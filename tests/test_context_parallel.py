@@ -122,7 +122,7 @@ def test_two_ranks_equal_one_process(kind, tmp_path):
 # ------------------------------------------------------------------ the packed step under backend="replay"
 
 def _batch(kind):
-    if kind == "window":
+    if kind in ("window", "checkpointed"):
         return tree_batch()
     if kind == "flat":
         return group_batch(prompt_len=40, lens=(9, 4, 12, 7), vocab=128, left_pad=2)
@@ -143,7 +143,14 @@ def _step_worker(rank, world, port, kind, out):
             if kind == "window":  # Mistral with a 4-token window: crosses every branch point
                 from test_sliding_window import hf_model
                 return hf_model("mistral", "sdpa")
-            return tiny_model("qwen3")
+            m = tiny_model("qwen3")
+            if kind == "checkpointed":  # HF activation checkpointing: the packed graph keeps its recompute tags
+                m.train()
+                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            return m
+
+        # transformers >= 5.25 with HF kernels: the README's setting for checkpointed layers under Dynamo
+        torch._dynamo.config.skip_fwd_side_effects_in_bwd_under_checkpoint = True
 
         model = build()
         ids, am, adv, p = _batch(kind)
@@ -174,7 +181,7 @@ def _step_worker(rank, world, port, kind, out):
 
 
 @pytest.mark.slow  # two processes that each compile the step: over 15 s on 2 cores
-@pytest.mark.parametrize("kind", ["flat", "tree", "window"])
+@pytest.mark.parametrize("kind", ["flat", "tree", "window", "checkpointed"])
 def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
     """torch.compile(backend="replay", options={"context_parallel": group}) on two gloo ranks: each rank computes
     about half the packed tokens, both get the single-process loss, and the gradients averaged over the group
