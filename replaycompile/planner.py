@@ -263,7 +263,7 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
                 t["ring"] = 2 * (pr + sum(cr)) * m.kd * b if m.L_kv else 0
                 step += t["ring"]
             else:
-                t["cp_kv"] = 2 * (prompt_len + sum(comps)) * m.kd * m.L_kv * b
+                t["cp_kv"] = 2 * (p + sum(comps)) * m.kd * m.L_kv * b
                 step += t["cp_kv"]
         return int(step), t
 

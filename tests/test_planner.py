@@ -146,3 +146,14 @@ def test_within_15_percent_of_every_recorded_measurement():
                                                                                pt["prompt_len"], pred)
             checked += 1
     assert checked >= 4
+
+
+def test_longest_prompt_under_cp_is_searched_at_each_length():
+    budget = 1e9
+    r = planner.plan_step("budget", 8, 200_000, 128, dtype=torch.float32, cp=2, budget_bytes=budget,
+                          variants=["replay"], cp_search=False)
+    lp = r.variants["replay"].longest_prompt
+    at = planner.plan_step("budget", 8, lp, 128, dtype=torch.float32, cp=2, variants=["replay"]).variants["replay"]
+    past = planner.plan_step("budget", 8, lp + 1, 128, dtype=torch.float32, cp=2,
+                             variants=["replay"]).variants["replay"]
+    assert 0 < lp and at.rank_total <= budget < past.rank_total
