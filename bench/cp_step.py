@@ -111,13 +111,17 @@ def launch(args, world: int, threads: int) -> list[dict]:
            "--out", args.out]
     procs = [subprocess.Popen(cmd + ["--rank", str(r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for r in range(world)]
-    reps = []
-    for r, p in enumerate(procs):
-        out, err = p.communicate(timeout=args.timeout)
+    done = [p.communicate(timeout=args.timeout) for p in procs]
+    reps, failed = [], []
+    for r, (p, (out, err)) in enumerate(zip(procs, done)):
         lines = [ln for ln in out.splitlines() if ln.startswith("{")]
         if p.returncode or not lines:
-            raise SystemExit(f"rank {r} of {world} failed (exit {p.returncode}): {err[-2000:]}")
-        reps.append(json.loads(lines[-1]))
+            tail = [ln for ln in err.splitlines() if "Warning" not in ln and "warn(" not in ln][-25:]
+            failed.append(f"rank {r} of {world} failed (exit {p.returncode}):\n" + "\n".join(tail))
+        else:
+            reps.append(json.loads(lines[-1]))
+    if failed:
+        raise SystemExit("\n".join(failed))
     return reps
 
 

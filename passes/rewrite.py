@@ -158,14 +158,18 @@ class PackedGraph:
                     own = owner[sel[0]]
                     mine = torch.nonzero(own == rank).reshape(-1)
                     counts = [int((own == r).sum()) for r in range(world)]
-                    size = max(counts)
+                    # a rank that holds none of the slice's tokens computes one of its own tokens there, read by
+                    # nothing (no position points at it, the gathered order skips it): no op meets an empty slice
+                    held = [max(c, 1) for c in counts]
+                    size = max(held)
                     order = torch.empty(sel[0].numel(), dtype=torch.int64)
                     for r in range(world):
                         order[own == r] = r * size + torch.arange(counts[r])
-                    local = torch.searchsorted(shards.index[rank], sel[0][mine])
-                    lookup = torch.full((sel[0].numel() + 1,), int(mine.numel()), dtype=torch.int64)
+                    local = torch.searchsorted(shards.index[rank], sel[0][mine]) if counts[rank] else \
+                        torch.zeros(1, dtype=torch.int64)
+                    lookup = torch.full((sel[0].numel() + 1,), held[rank], dtype=torch.int64)
                     lookup[mine] = torch.arange(mine.numel())
-                    out.extend([local, sel[1], torch.empty(size - counts[rank], dtype=torch.int64), order,
+                    out.extend([local, sel[1], torch.empty(size - held[rank], dtype=torch.int64), order,
                                 lookup[sel[1]]])
                     scatters.append(sel[1])
                     sizes.append(int(sel[0].numel()))

@@ -626,6 +626,10 @@ class ReplayGraph:
                 log.warning("replay: not applied: %s (logged once for this graph; last_stats() reports every "
                             "call)", why)
             return self._fallback(why, args, plan, log_it=False)
+        if self.packed.cp is not None and plan.num_packed < 2 * self.packed.cp[1]:
+            why = (f"context_parallel: the batch has {plan.num_packed} packed tokens, fewer than 2 per rank of the "
+                   f"group; running it unpacked, exact")
+            return self._fallback(why, args, plan, log_it=False)
         split = split_shared(plan) if self.packed.detach_prefix else None
         if split is not None and min(split.num_shared, split.num_branch) < 2:
             # the two streams would carry 0 or 1 tokens (specialised shapes, recompiles); nothing to detach from

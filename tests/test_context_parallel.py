@@ -58,6 +58,15 @@ def test_shards_partition_the_tokens_and_balance_the_work(kind, cp):
     assert max(counts) - min(counts) <= max(2, plan.num_packed // 20), counts
 
 
+def test_a_rank_may_hold_no_completion_token():
+    """The case the long_prompt step below runs: one rank holds none of the loss's positions' tokens."""
+    ids, am = _batch("long_prompt")[:2]
+    plan = build_plan(ids, am)
+    sh = context_shards(plan, 2)
+    completion = set(range(plan.num_packed - 10, plan.num_packed))  # the 10 completion tokens come last
+    assert any(not completion & set(ix.tolist()) for ix in sh.index)
+
+
 def test_token_cost_of_a_config():
     cfg = dict(hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=64, intermediate_size=768)
     assert token_cost_of(cfg) == pytest.approx(2 * (65536 + 65536 + 65536 + 589824) / 1024)
@@ -124,6 +133,8 @@ def test_two_ranks_equal_one_process(kind, tmp_path):
 def _batch(kind):
     if kind in ("window", "checkpointed"):
         return tree_batch()
+    if kind == "long_prompt":  # every completion token falls in one rank's chunks: the other holds none of them
+        return group_batch(prompt_len=200, lens=(3, 2, 4, 1), vocab=128, left_pad=2)
     if kind == "flat":
         return group_batch(prompt_len=40, lens=(9, 4, 12, 7), vocab=128, left_pad=2)
     return tree_batch(prompt_len=30, stems=((6, (5, 3)), (4, (7, 2, 4))))
@@ -181,7 +192,7 @@ def _step_worker(rank, world, port, kind, out):
 
 
 @pytest.mark.slow  # two processes that each compile the step: over 15 s on 2 cores
-@pytest.mark.parametrize("kind", ["flat", "tree", "window", "checkpointed"])
+@pytest.mark.parametrize("kind", ["flat", "tree", "window", "checkpointed", "long_prompt"])
 def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
     """torch.compile(backend="replay", options={"context_parallel": group}) on two gloo ranks: each rank computes
     about half the packed tokens, both get the single-process loss, and the gradients averaged over the group
