@@ -99,7 +99,7 @@ class PackedGraph:
     head_spaces: tuple = ()
     # what the last ``inputs`` call found: {"sizes": tokens per space, "positions_dropped", "tokens_dropped"}
     last: dict = field(default_factory=dict, repr=False)
-    # context parallelism (a "cp" input): (rank, world, token_cost), set by the backend; the shards are the plan's
+    # context parallelism (a "cp" input): (rank, world, 0), set by the backend; the shards are the plan's
     cp: tuple | None = None
 
     def inputs(self, args, plan, split=None) -> list:
@@ -126,8 +126,8 @@ class PackedGraph:
             elif what == "cp":
                 from replaycompile.context_parallel import context_shards
 
-                rank, world, token_cost = self.cp
-                shards = context_shards(plan, world, token_cost)
+                rank, world, _ = self.cp
+                shards = context_shards(plan, world)
                 mine = shards.index[rank]
                 owner = torch.empty(plan.num_packed, dtype=torch.int64)
                 for r, ix in enumerate(shards.index):
