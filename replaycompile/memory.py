@@ -282,6 +282,12 @@ def max_prompt_len(config, group: int, response_len, budget_bytes: float, dtype=
     """The longest prompt whose predicted peak fits ``budget_bytes`` (0 if none; ``hi`` if all up to it do)."""
     def fits(p):
         return predict_peak_bytes(config, group, p, response_len, mode, dtype, variant, lm_head) <= budget_bytes
+    return longest_fitting(fits, hi)
+
+
+def longest_fitting(fits, hi: int) -> int:
+    """The longest prompt p in [1, hi] with fits(p), by bisection (0 if none; ``hi`` if all up to it fit); fits
+    is monotone in p."""
     if not fits(1):
         return 0
     if fits(hi):

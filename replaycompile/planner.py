@@ -114,7 +114,7 @@ def step_flops(config, variant: str, prompt_len: int, comps, head_rows: int | No
     prefix_grouper:    replay's tokens and pairs, head on G*C rows (every completion position, padded ones too)
     *_ckpt:            one more forward of the body (the head is not recomputed)
     """
-    d = load_config(config) if not hasattr(config, "hidden_size") else config.to_dict()
+    d = load_config(config)
     h, L, V = d["hidden_size"], d["num_hidden_layers"], d["vocab_size"]
     hq = d["num_attention_heads"]
     hk = d.get("num_key_value_heads") or hq
@@ -277,7 +277,7 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
         if budget_bytes is not None:
             def fits(p, v=v):
                 return rank_bytes(v, p)[0] + sum(static.values()) <= budget_bytes
-            vp.longest_prompt = _longest(fits)
+            vp.longest_prompt = memory.longest_fitting(fits, 1 << 26)
             if v.startswith("replay") and cp_search:
                 for c in (1 << i for i in range(13)):
                     sub = plan_step(d, group, prompt_len, comps, dtype, dp, c, None, optimizer_bytes_per_param,
@@ -287,19 +287,6 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
                         break
         out[v] = vp
     return StepPlanReport(name, n, group, prompt_len, comps, dtype, dp, cp, budget_bytes, static, out, notes)
-
-
-def _longest(fits, hi: int = 1 << 26) -> int:
-    """The longest prompt p with fits(p) (0 if none; ``hi`` if all up to it fit); fits is monotone in p."""
-    if not fits(1):
-        return 0
-    if fits(hi):
-        return hi
-    lo, up = 1, hi
-    while up - lo > 1:
-        mid = (lo + up) // 2
-        lo, up = (mid, up) if fits(mid) else (lo, mid)
-    return lo
 
 
 DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,

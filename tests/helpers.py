@@ -137,3 +137,12 @@ def load_script(relpath: str, name: str | None = None):
     sys.modules[spec.name] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
+
+
+def free_port() -> int:
+    """A free TCP port on localhost, for a test's process group."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -4,7 +4,6 @@ attention of a rank's queries over every rank's keys, on two gloo ranks."""
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 import torch
@@ -12,7 +11,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
 
-from helpers import group_batch
+from helpers import free_port, group_batch
 from test_detach_prefix import tree_batch
 from replaycompile.context_parallel import context_shards, cp_tree_attention, visible_keys
 from replaycompile.kernels.tree_attention_reference import tree_attention_reference
@@ -108,19 +107,13 @@ def _worker(rank, world, port, kind, out):
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("kind", ["flat", "tree"])
 def test_two_ranks_equal_one_process(kind, tmp_path):
     """Each rank's output, log-sum-exp and its tokens' dq, dk, dv equal tree attention over the whole batch on
     one process (the keys' gradients from the other rank's queries arrive through the all-gather's backward)."""
     world = 2
     out = str(tmp_path / "cp")
-    mp.spawn(_worker, args=(world, _free_port(), kind, out), nprocs=world, join=True)
+    mp.spawn(_worker, args=(world, free_port(), kind, out), nprocs=world, join=True)
     plan = _plans()[kind]
     q, k, v, w = _qkv(plan.num_packed)
     leaves = [x.clone().requires_grad_() for x in (q, k, v)]
@@ -213,7 +206,7 @@ def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
 
     world = 2
     out = str(tmp_path / "step")
-    mp.spawn(_step_worker, args=(world, _free_port(), kind, out), nprocs=world, join=True)
+    mp.spawn(_step_worker, args=(world, free_port(), kind, out), nprocs=world, join=True)
     metas = []
     for r in range(world):
         with safe_open(f"{out}.{r}", "pt") as f:

@@ -6,7 +6,6 @@ batches."""
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 import torch
@@ -15,7 +14,7 @@ import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, Qwen3Config
 
-from helpers import group_batch, step_loss
+from helpers import free_port, group_batch, step_loss
 
 WORLD = 2
 
@@ -87,17 +86,11 @@ def _worker(rank: int, port: int, wrap: str, out: str) -> None:
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("wrap", ["ddp", "fsdp2"])
 @pytest.mark.slow  # over 15 s on 2 cores
 def test_two_ranks_pack_every_graph_and_match_eager(wrap, tmp_path):
     out = str(tmp_path / "grads.safetensors")
-    mp.spawn(_worker, args=(_free_port(), wrap, out), nprocs=WORLD, join=True)
+    mp.spawn(_worker, args=(free_port(), wrap, out), nprocs=WORLD, join=True)
     from safetensors import safe_open
     with safe_open(out, "pt") as f:
         meta = f.metadata()
