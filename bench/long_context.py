@@ -287,10 +287,11 @@ def warm_up(fn, model, group, cmin, cmax, vocab):
 # ----------------------------------------------------------------------------------------------------- memory
 
 class Watch(PeakHeap):
-    """PeakHeap with a stop: past ``abort_bytes`` above the start it prints ``report`` as JSON and ends the
-    process (exit 3)."""
+    """PeakHeap (with the exact tensor peak) and a stop: past ``abort_bytes`` above the start it prints ``report``
+    as JSON and ends the process (exit 3)."""
 
     def __init__(self, abort_bytes: float | None = None, report: dict | None = None):
+        super().__init__(tensors=True)
         self.abort_bytes, self.report = abort_bytes, report or {}
 
     def _sampled(self):
@@ -325,8 +326,8 @@ def measure_main(args) -> int:
             fn(model, batch)
             step_s = time.perf_counter() - t0
         stats = fresh_stats(before) if variant.startswith("replay") else None
-        report.update(ok=True, peak_bytes=w.delta, step_s=step_s, base_bytes=w.base,
-                      stats={k: v for k, v in stats.items() if k != "call"} if stats else None)
+        report.update(ok=True, peak_bytes=w.delta, tensor_peak_bytes=w.tensor_delta, step_s=step_s,
+                      base_bytes=w.base, stats={k: v for k, v in stats.items() if k != "call"} if stats else None)
     except MemoryError as e:
         report.update(ok=False, error=f"MemoryError: {e}")
     except RuntimeError as e:

@@ -72,6 +72,13 @@ def test_longstraw_headline():
     assert "per rank" in memory.longstraw_headline_line()
 
 
+def test_peak_counts_a_buffer_freed_between_samples(lc):
+    """The measurement's tensor peak sees a buffer that lives for less than a sampling interval."""
+    with lc.Watch() as w:
+        torch.empty(64 * 2**20, dtype=torch.uint8).fill_(1)  # allocated and freed at once
+    assert w.tensor_delta >= 64 * 2**20 and w.delta >= w.tensor_delta
+
+
 def _measured(lc, variant, model, batch):
     fn = lc.make_variant(variant)
     lc.warm_up(fn, model, batch[0].shape[0], 16, 32, TINY["vocab_size"])

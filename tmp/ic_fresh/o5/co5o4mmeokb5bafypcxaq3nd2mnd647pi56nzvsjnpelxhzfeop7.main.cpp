@@ -1,0 +1,271 @@
+
+#include <torch/csrc/inductor/cpp_prefix.h>
+extern "C"  void  kernel(float* in_out_ptr0,
+                       float* in_out_ptr1,
+                       float* in_out_ptr2,
+                       const int64_t* in_ptr0,
+                       const int64_t* in_ptr1,
+                       const float* in_ptr2,
+                       const float* in_ptr3,
+                       const float* in_ptr4,
+                       const float* in_ptr5,
+                       const float* in_ptr6,
+                       float* out_ptr0,
+                       float* out_ptr1,
+                       float* out_ptr3,
+                       const int64_t ks0,
+                       const int64_t ks1,
+                       const int64_t ks2,
+                       const int64_t ks3)
+{
+    std::atomic<int> inductor_cpu_integer_div_error{0};
+    inductor_cpu_integer_div_error_flag = &inductor_cpu_integer_div_error;
+    auto out_ptr2 = in_out_ptr2;
+    #pragma omp parallel
+    {
+        int tid = omp_get_thread_num();
+        {
+            #pragma omp for
+            for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(ks0); x0+=static_cast<int64_t>(1L))
+            {
+                {
+                    float tmp_acc0 = 0;
+                    at::vec::Vectorized<float> tmp_acc0_vec = at::vec::Vectorized<float>(0);
+                    for(int64_t x1=static_cast<int64_t>(0L); x1<static_cast<int64_t>(64L); x1+=static_cast<int64_t>(16L))
+                    {
+                        {
+                            if(C10_LIKELY(x1 >= static_cast<int64_t>(0) && x1 < static_cast<int64_t>(64L)))
+                            {
+                                auto tmp0 = in_ptr0[static_cast<int64_t>(x0)];
+                                auto tmp14 = at::vec::Vectorized<float>::loadu(in_out_ptr0 + static_cast<int64_t>(x1 + 64L*x0), static_cast<int64_t>(16));
+                                auto tmp16 = at::vec::Vectorized<float>::loadu(in_ptr3 + static_cast<int64_t>(x1 + 64L*x0), static_cast<int64_t>(16));
+                                auto tmp1 = ks1*ks2;
+                                auto tmp2 = c10::convert<int64_t>(tmp1);
+                                auto tmp3 = int64_t(tmp0 + tmp2);
+                                auto tmp4 = tmp0 < 0;
+                                auto tmp5 = tmp4 ? tmp3 : tmp0;
+                                auto tmp6 = tmp5;
+                                auto tmp7 = c10::convert<int64_t>(tmp6);
+                                TORCH_CHECK((0 <= tmp7) & (tmp7 < ks1*ks2), "index out of bounds: 0 <= tmp7 < ks1*ks2");
+                                auto tmp9 = in_ptr1[static_cast<int64_t>(tmp5)];
+                                auto tmp10 = tmp9;
+                                auto tmp11 = c10::convert<int64_t>(tmp10);
+                                TORCH_CHECK((0 <= tmp11) & (tmp11 < 32000L), "index out of bounds: 0 <= tmp11 < 32000L");
+                                auto tmp13 = at::vec::Vectorized<float>::loadu(in_ptr2 + static_cast<int64_t>(x1 + 64L*tmp9), static_cast<int64_t>(16));
+                                auto tmp15 = tmp13 + tmp14;
+                                auto tmp17 = tmp15 + tmp16;
+                                auto tmp18 = tmp17 * tmp17;
+                                tmp17.store(in_out_ptr0 + static_cast<int64_t>(x1 + 64L*x0));
+                                tmp_acc0_vec = tmp_acc0_vec + tmp18;
+                            }
+                        }
+                    }
+                    tmp_acc0 = tmp_acc0 + at::vec::vec_reduce_all<float, 1>([](at::vec::Vectorized<float>& x, at::vec::Vectorized<float>& y) { return x + y; }, tmp_acc0_vec);
+                    out_ptr0[static_cast<int64_t>(x0)] = static_cast<float>(tmp_acc0);
+                }
+                for(int64_t x1=static_cast<int64_t>(0L); x1<static_cast<int64_t>(64L); x1+=static_cast<int64_t>(16L))
+                {
+                    {
+                        if(C10_LIKELY(x1 >= static_cast<int64_t>(0) && x1 < static_cast<int64_t>(64L)))
+                        {
+                            auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr4 + static_cast<int64_t>(x1), static_cast<int64_t>(16));
+                            auto tmp1 = at::vec::Vectorized<float>::loadu(in_out_ptr0 + static_cast<int64_t>(x1 + 64L*x0), static_cast<int64_t>(16));
+                            auto tmp2 = out_ptr0[static_cast<int64_t>(x0)];
+                            auto tmp3 = static_cast<float>(64.0);
+                            auto tmp4 = tmp2 / tmp3;
+                            auto tmp5 = static_cast<float>(1e-06);
+                            auto tmp6 = float(tmp4 + tmp5);
+                            auto tmp7 = 1 / std::sqrt(tmp6);
+                            auto tmp8 = at::vec::Vectorized<float>(tmp7);
+                            auto tmp9 = tmp1 * tmp8;
+                            auto tmp10 = tmp0 * tmp9;
+                            tmp10.store(out_ptr1 + static_cast<int64_t>(x1 + 64L*x0));
+                        }
+                    }
+                }
+            }
+        }
+        {
+            #pragma omp for
+            for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(64L*ks3); x0+=static_cast<int64_t>(16L))
+            {
+                {
+                    if(C10_LIKELY(x0 >= static_cast<int64_t>(0) && x0 < static_cast<int64_t>(64L*ks3)))
+                    {
+                        auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr5 + static_cast<int64_t>(x0), static_cast<int64_t>(16));
+                        auto tmp1 = at::vec::Vectorized<float>::loadu(in_ptr6 + static_cast<int64_t>(x0), static_cast<int64_t>(16));
+                        auto tmp3 = at::vec::Vectorized<float>::loadu(in_out_ptr1 + static_cast<int64_t>(x0), static_cast<int64_t>(16));
+                        auto tmp2 = tmp0 + tmp1;
+                        auto tmp4 = tmp2 + tmp3;
+                        tmp4.store(in_out_ptr1 + static_cast<int64_t>(x0));
+                    }
+                }
+            }
+        }
+        {
+            #pragma omp for
+            for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(ks3); x0+=static_cast<int64_t>(1L))
+            {
+                {
+                    float tmp_acc0 = 0;
+                    at::vec::Vectorized<float> tmp_acc0_vec = at::vec::Vectorized<float>(0);
+                    for(int64_t x1=static_cast<int64_t>(0L); x1<static_cast<int64_t>(64L); x1+=static_cast<int64_t>(16L))
+                    {
+                        {
+                            if(C10_LIKELY(x1 >= static_cast<int64_t>(0) && x1 < static_cast<int64_t>(64L)))
+                            {
+                                auto tmp0 = at::vec::Vectorized<float>::loadu(in_out_ptr1 + static_cast<int64_t>(x1 + 64L*x0), static_cast<int64_t>(16));
+                                auto tmp1 = tmp0 * tmp0;
+                                tmp_acc0_vec = tmp_acc0_vec + tmp1;
+                            }
+                        }
+                    }
+                    tmp_acc0 = tmp_acc0 + at::vec::vec_reduce_all<float, 1>([](at::vec::Vectorized<float>& x, at::vec::Vectorized<float>& y) { return x + y; }, tmp_acc0_vec);
+                    in_out_ptr2[static_cast<int64_t>(x0)] = static_cast<float>(tmp_acc0);
+                }
+            }
+        }
+        #pragma omp single
+        {
+            {
+                for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(ks3); x0+=static_cast<int64_t>(16L))
+                {
+                    {
+                        if(C10_LIKELY(x0 >= static_cast<int64_t>(0) && x0 < static_cast<int64_t>(16L*(c10::div_floor_integer(static_cast<int64_t>(ks3), static_cast<int64_t>(16L))))))
+                        {
+                            auto tmp0 = at::vec::Vectorized<float>::loadu(out_ptr2 + static_cast<int64_t>(x0), static_cast<int64_t>(16));
+                            auto tmp1 = static_cast<float>(64.0);
+                            auto tmp2 = at::vec::Vectorized<float>(tmp1);
+                            auto tmp3 = tmp0 / tmp2;
+                            auto tmp4 = static_cast<float>(1e-06);
+                            auto tmp5 = at::vec::Vectorized<float>(tmp4);
+                            auto tmp6 = tmp3 + tmp5;
+                            auto tmp7 = tmp6.rsqrt();
+                            tmp7.store(in_out_ptr2 + static_cast<int64_t>(x0));
+                        }
+                        if(C10_UNLIKELY(x0 >= static_cast<int64_t>(16L*(c10::div_floor_integer(static_cast<int64_t>(ks3), static_cast<int64_t>(16L)))) && x0 < static_cast<int64_t>(ks3)))
+                        {
+                            auto tmp0 = at::vec::Vectorized<float>::loadu(out_ptr2 + static_cast<int64_t>(x0), static_cast<int64_t>(ks3 + (-16L)*(c10::div_floor_integer(static_cast<int64_t>(ks3), static_cast<int64_t>(16L)))));
+                            auto tmp1 = static_cast<float>(64.0);
+                            auto tmp2 = at::vec::Vectorized<float>(tmp1);
+                            auto tmp3 = tmp0 / tmp2;
+                            auto tmp4 = static_cast<float>(1e-06);
+                            auto tmp5 = at::vec::Vectorized<float>(tmp4);
+                            auto tmp6 = tmp3 + tmp5;
+                            auto tmp7 = tmp6.rsqrt();
+                            tmp7.store(in_out_ptr2 + static_cast<int64_t>(x0), static_cast<int64_t>(ks3 + (-16L)*(c10::div_floor_integer(static_cast<int64_t>(ks3), static_cast<int64_t>(16L)))));
+                        }
+                    }
+                }
+            }
+        }
+        {
+            #pragma omp for
+            for(int64_t x0=static_cast<int64_t>(0L); x0<static_cast<int64_t>(ks3); x0+=static_cast<int64_t>(1L))
+            {
+                for(int64_t x1=static_cast<int64_t>(0L); x1<static_cast<int64_t>(64L); x1+=static_cast<int64_t>(16L))
+                {
+                    {
+                        if(C10_LIKELY(x1 >= static_cast<int64_t>(0) && x1 < static_cast<int64_t>(64L)))
+                        {
+                            auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr4 + static_cast<int64_t>(x1), static_cast<int64_t>(16));
+                            auto tmp1 = at::vec::Vectorized<float>::loadu(in_out_ptr1 + static_cast<int64_t>(x1 + 64L*x0), static_cast<int64_t>(16));
+                            auto tmp2 = in_out_ptr2[static_cast<int64_t>(x0)];
+                            auto tmp3 = at::vec::Vectorized<float>(tmp2);
+                            auto tmp4 = tmp1 * tmp3;
+                            auto tmp5 = tmp0 * tmp4;
+                            tmp5.store(out_ptr3 + static_cast<int64_t>(x1 + 64L*x0));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    inductor_cpu_integer_div_error_flag = nullptr;
+    inductor_cpu_throw_if_integer_div_error(inductor_cpu_integer_div_error);
+}
+
+// Python bindings to call kernel():
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <sstream>
+#include <cstdlib>
+#include <cerrno>
+
+// This is defined in guards.cpp so we don't need to import PyTorch headers that are slooow.
+// We manually link it below to workaround issues with fbcode build.
+static void* (*_torchinductor_pyobject_tensor_data_ptr)(PyObject* obj);
+
+template <typename T> static inline T parse_arg(PyObject* args, size_t n) {
+    static_assert(std::is_pointer_v<T>, "arg type must be pointer or long");
+    return static_cast<T>(_torchinductor_pyobject_tensor_data_ptr(PyTuple_GET_ITEM(args, n)));
+}
+template <> inline int64_t parse_arg<int64_t>(PyObject* args, size_t n) {
+    auto result = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, n));
+    if(result == -1 && PyErr_Occurred()) [[unlikely]]
+        throw std::runtime_error("expected int arg");
+    return result;
+}
+template <> inline uintptr_t parse_arg<uintptr_t>(PyObject* args, size_t n) {
+    auto result = PyLong_AsVoidPtr(PyTuple_GET_ITEM(args, n));
+    if(result == reinterpret_cast<void*>(-1) && PyErr_Occurred()) [[unlikely]]
+        throw std::runtime_error("expected int arg");
+    return reinterpret_cast<uintptr_t>(result);
+}
+template <> inline float parse_arg<float>(PyObject* args, size_t n) {
+    auto result = PyFloat_AsDouble(PyTuple_GET_ITEM(args, n));
+    if(result == -1.0 && PyErr_Occurred()) [[unlikely]]
+        throw std::runtime_error("expected float arg");
+    return static_cast<float>(result);
+}
+
+
+
+static PyObject* kernel_py(PyObject* self, PyObject* args) {
+    try {
+        if(!PyTuple_CheckExact(args)) [[unlikely]]
+            throw std::runtime_error("tuple args required");
+        if(PyTuple_GET_SIZE(args) != 17) [[unlikely]]
+            throw std::runtime_error("requires 17 args");
+        kernel(parse_arg<float*>(args, 0), parse_arg<float*>(args, 1), parse_arg<float*>(args, 2), parse_arg<int64_t*>(args, 3), parse_arg<int64_t*>(args, 4), parse_arg<float*>(args, 5), parse_arg<float*>(args, 6), parse_arg<float*>(args, 7), parse_arg<float*>(args, 8), parse_arg<float*>(args, 9), parse_arg<float*>(args, 10), parse_arg<float*>(args, 11), parse_arg<float*>(args, 12), parse_arg<int64_t>(args, 13), parse_arg<int64_t>(args, 14), parse_arg<int64_t>(args, 15), parse_arg<int64_t>(args, 16)); Py_RETURN_NONE;
+    } catch(std::exception const& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+        return nullptr;
+    } catch(...) {
+        PyErr_SetString(PyExc_RuntimeError, "unhandled error");
+        return nullptr;
+    }
+}
+
+static PyMethodDef py_methods[] = {
+    {"kernel", kernel_py, METH_VARARGS, ""},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef py_module =
+    {PyModuleDef_HEAD_INIT, "kernel", NULL, -1, py_methods};
+
+PyMODINIT_FUNC PyInit_kernel(void) {
+    const char* str_addr = std::getenv("_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR");
+    if(!str_addr) {
+        PyErr_SetString(PyExc_RuntimeError, "_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR must be set");
+        return nullptr;
+    }
+
+    char* endptr = nullptr;
+    errno = 0;
+    uintptr_t addr = std::strtoull(str_addr, &endptr, 10);
+    if(errno != 0 || endptr == str_addr || addr == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "Failed to parse _TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR");
+        return nullptr;
+    }
+    _torchinductor_pyobject_tensor_data_ptr =
+        reinterpret_cast<decltype(_torchinductor_pyobject_tensor_data_ptr)>(addr);
+    PyObject* module = PyModule_Create(&py_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    #ifdef Py_GIL_DISABLED
+        PyUnstable_Module_SetGIL(module, Py_MOD_GIL_NOT_USED);
+    #endif
+    return module;
+}
