@@ -135,6 +135,9 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="budget")
     ap.add_argument("--inner", default="inductor", choices=["inductor", "aot_eager"])
     ap.add_argument("--quick", action="store_true", help="the quick model and a 1K prompt")
+    ap.add_argument("--ranks-only", action="store_true",
+                    help="only the CP ranks (a budget probe: each rank's peak against --budget-gb; no exactness check)")
+    ap.add_argument("--budget-gb", type=float, default=1.0)
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--out", default=str(HERE / "out" / "cp_step"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -160,6 +163,20 @@ def main(argv=None) -> int:
     results = []
     for prompt in args.prompts:
         args.prompt = prompt
+        if args.ranks_only:
+            cp = launch(args, args.ranks, max(1, cores // args.ranks))
+            predc = planner.plan_step(args.model, args.group, cp[0]["prompt_len"], cp[0]["completions"],
+                                      cp=args.ranks, dtype=torch.float32, lm_head="plain", variants=["replay"],
+                                      fsdp=False)
+            peak_cp = max(r["peak_bytes"] for r in cp)
+            for r in cp:
+                log(f"{prompt:>6} CP rank {r['rank']}/{r['world']}: peak {r['peak_bytes'] / 2**20:.0f} MB (planner "
+                    f"{predc.variants['replay'].step_peak / 2**20:.0f}), step {r['step_s']:.2f} s; "
+                    f"{r['context_parallel']}")
+            log(f"{prompt:>6} CP on {args.ranks} ranks: per-rank peak {peak_cp / 2**30:.3f} GiB: "
+                f"{'fits' if peak_cp <= args.budget_gb * 2**30 else 'does not fit'} {args.budget_gb:g} GiB")
+            results.append(dict(prompt=prompt, cp=cp, fits=peak_cp <= args.budget_gb * 2**30))
+            continue
         one = launch(args, 1, cores)[0]
         cp = launch(args, args.ranks, max(1, cores // args.ranks))
         g1, gc = load_file(f"{args.out}.grads.1"), load_file(f"{args.out}.grads.{args.ranks}")
@@ -169,7 +186,7 @@ def main(argv=None) -> int:
             "budget", "small") else None
         pred1 = predc = None
         if cfg is not None:
-            kw = dict(dtype=torch.float32, lm_head="plain", variants=["replay"])
+            kw = dict(dtype=torch.float32, lm_head="plain", variants=["replay"], fsdp=False)  # no FSDP2 here
             pred1 = planner.plan_step(args.model, args.group, one["prompt_len"], one["completions"], **kw)
             predc = planner.plan_step(args.model, args.group, one["prompt_len"], one["completions"], cp=args.ranks,
                                       **kw)

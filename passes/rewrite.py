@@ -335,8 +335,6 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         if cp_group is not None:
             cp_space.append((g.placeholder(f"rc_cp_sub{sl.space}_pad"), g.placeholder(f"rc_cp_sub{sl.space}_order")))
             cp_local_scatter[sl.space] = g.placeholder(f"rc_cp_sub{sl.space}_local_scatter")
-    if cp_group is not None:
-        no_subtree_cp = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
     sites = {s.node: s for s in a.attention}
     sel, sel_space = {}, None
     if prune and not detach_prefix and blocks is None:
@@ -587,11 +585,12 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             q, kk, v = (get_packed(x, 0, st) for x in (s.q, s.k, s.v))
             if cp_group is not None:
                 # this rank's queries over every rank's keys and values (the segment CSR of its tokens)
+                # (context_parallel.py: the op gathers them in forward and again in backward, so no layer keeps
+                # more than the rank's own K/V); a window reads the keys' positions (all tokens'), each query's
+                # is its own key's
                 pad, order = cp_space[0]
-                keys, values = (g.call_function(ops.cp_gather, (x, 2, pad, order, cp_group)) for x in (kk, v))
-                # a window reads the keys' positions (all tokens'); each query's is its own key's
-                res = g.call_function(torch.ops.replaycompile.tree_attention.default,
-                                      (q, keys, values, no_subtree_cp, *cp_qseg, s.scale, [], 0, 0)
+                res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
+                                      (q, kk, v, pad, order, *cp_qseg, s.scale, cp_group)
                                       + extras(plan["columns"], st, plan["gather_index"]))
                 st.env[n] = g.call_function(operator.getitem, (res, 0))
                 continue

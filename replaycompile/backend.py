@@ -406,6 +406,8 @@ class ReplayGraph:
             if why is None:
                 import torch.distributed as dist
 
+                from . import context_parallel as _registers_the_cp_op  # noqa: F401
+
                 self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, prune=False,
                                       device=self._device, windows=windows, cp_group=group.group_name)
                 self.packed.cp = (dist.get_rank(group), dist.get_world_size(group), 0.0)

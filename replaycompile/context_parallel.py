@@ -1,9 +1,9 @@
 """Context parallelism for packed prefix trees (issue 33, item 1): which packed tokens each rank of a CP group
 holds, and tree attention whose queries are a rank's tokens and whose keys are every rank's.
 
-The building blocks of the CP packed step, not yet wired into the backend (``passes/rewrite.py`` still runs
-every packed token on every rank): what is here is exact and tested on its own, on one process and on two gloo
-ranks (``tests/test_context_parallel.py``).
+The rewrite (``passes/rewrite.py``, ``cp_group``) runs each per-token op of the packed step on the rank's
+tokens and each attention as ``replaycompile::cp_tree_attention`` (below); ``tests/test_context_parallel.py``
+checks both on two gloo ranks against one process.
 
 Shards. ``context_shards(plan, cp)`` cuts the DFS-packed token axis into ``2 * cp`` contiguous chunks of equal
 token counts and gives rank r chunks r and ``2cp - 1 - r`` (the head-tail pairing of ring attention's load
@@ -15,14 +15,15 @@ the prompt's length) balances less well (1.2-1.3x on the tests' batches), and th
 equal token counts are taken where their busiest rank has less work; ``ContextShards.imbalance`` says how well. We first cut chunks of equal attention work instead: at 16K that gave one rank 63% of the tokens and a
 1.6x larger peak.
 
-Attention. ``cp_tree_attention`` all-gathers the rank's keys and values with torch's functional collectives
-(``all_gather_single_autograd``: its backward is a reduce-scatter, so each key's gradient from every rank's
-queries is summed on the rank that owns it), puts them in packed order, and runs ``replaycompile::tree_attention``
-with the rank's tokens as queries (``ReplayPlan.query_segments``): the tree's visibility rule is the plan's, so
+Attention. ``cp_tree_attention`` all-gathers the rank's keys and values, puts them in packed order, and runs
+``replaycompile::tree_attention`` with the rank's tokens as queries (``ReplayPlan.query_segments``): the tree's visibility rule is the plan's, so
 flat groups, trees of any depth and sliding windows need nothing more (a window reads the keys' positions,
-every token's; each query's own is its key's). Why all-gather and not a ring: on the CPU gloo ranks the
+every token's; each query's own is its key's). Its backward gathers them again and reduce-scatters their
+gradients, so each key's gradient from every rank's queries is summed on the rank that owns it, and no layer
+keeps more than its own tokens' K/V for the backward. Why all-gather and not a ring: on the CPU gloo ranks the
 tests run on, one collective per layer is cheaper than cp - 1 exchanges, and the gathered K/V of one layer is
-transient (the planner's ring term is one K/V block; a gathered layer is cp blocks). torch's own
+transient (the planner's ring term is one K/V block; a gathered layer is cp blocks). Values that are not K/V
+(the exits of the packed region) go through ``ops.cp_gather``, torch's functional all-gather. torch's own
 ``context_parallel`` cannot take this op: it swaps SDPA for ring attention over a causal or no mask, and a tree
 is neither.
 """
@@ -104,10 +105,157 @@ def cp_tree_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: R
     q [1, Hq, n_r, D], k [1, Hkv, n_r, D], v [1, Hkv, n_r, Dv]: the rank's tokens (``shards.index[rank]``).
     Returns (out [1, Hq, n_r, Dv], lse [1, Hq, n_r]) equal to those rows of tree attention over the whole
     packed batch. ``segments``: ``plan.query_segments(shards.index[rank])``, if the caller already has it."""
+    seg = segments if segments is not None else plan.query_segments(shards.index[rank])
+    pad = torch.empty(shards.size - k.shape[2], dtype=torch.int64)
+    name = group if isinstance(group, str) else group.group_name
+    return torch.ops.replaycompile.cp_tree_attention(q, k, v, pad, shards.order.to(k.device), *seg, scale, name)
+
+
+# ------------------------------------------------------------------------- the CP attention op
+#
+# One op for a layer's CP attention, so that its backward gathers the keys and values again instead of saving
+# every rank's (each layer would keep cp times its own K/V until the backward reached it: on 8 ranks of a
+# 64-layer model the gathered K/V alone outgrow the rank, see README "Context parallelism"). Written with eager
+# torch.distributed collectives inside an opaque custom op: AOT's partitioner never recomputes a traced
+# collective (every rank must make the same choice), and a ring would pay cp - 1 exchanges per layer for what one
+# all-gather does on the gloo ranks we test on. Every rank runs the same graph, so the collectives come in the
+# same order on each.
+
+
+def _resolve(group_name: str):
+    from torch.distributed.distributed_c10d import _resolve_process_group
+
+    return _resolve_process_group(group_name)
+
+
+def _gather_keys(x: torch.Tensor, pad: int, order: torch.Tensor, group) -> torch.Tensor:
+    """[1, H, n_r, D] this rank's keys -> [1, H, N, D] every rank's in packed order (a token-major view)."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size(group)
+    n_r, h, d = x.shape[2], x.shape[1], x.shape[3]
+    local = x.new_zeros((n_r + pad, h, d))
+    local[:n_r] = x[0].transpose(0, 1)
+    every = x.new_empty((world * (n_r + pad), h, d))
+    dist.all_gather_into_tensor(every, local, group=group)
+    del local
+    return every.index_select(0, order).transpose(0, 1).unsqueeze(0)
+
+
+def _scatter_key_grads(g: torch.Tensor, pad: int, order: torch.Tensor, n_r: int, group) -> torch.Tensor:
+    """[1, H, N, D] a gradient over every rank's keys -> [1, H, n_r, D] the sum over the ranks of this rank's
+    keys' (a reduce-scatter in the gathered layout)."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size(group)
+    h, d = g.shape[1], g.shape[3]
+    every = g.new_zeros((world * (n_r + pad), h, d))
+    every.index_copy_(0, order, g[0].transpose(0, 1))
+    mine = g.new_empty((n_r + pad, h, d))
+    dist.reduce_scatter_tensor(mine, every, group=group)
+    return mine[:n_r].transpose(0, 1).unsqueeze(0)
+
+
+@torch.library.custom_op("replaycompile::cp_tree_attention", mutates_args=())
+def _cp_tree_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pad: torch.Tensor, order: torch.Tensor,
+                          seg_q: torch.Tensor, seg_kv_ptr: torch.Tensor, kv_ranges: torch.Tensor, scale: float,
+                          group_name: str, positions: torch.Tensor | None = None, window: int = 0,
+                          softcap: float = 0.0, sinks: torch.Tensor | None = None
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``replaycompile::tree_attention`` of this rank's queries (q [1, Hq, n_r, D], the segment CSR
+    ``plan.query_segments``) over every rank's keys and values (k, v: this rank's [1, Hkv, n_r, .], all-gathered
+    here). ``pad``: only its length is read (how many tokens this rank lacks to the longest rank's count, kept a
+    tensor so sizes stay symbolic); ``order`` [N]: each packed token's place in the gathered rank-major layout;
+    ``positions`` etc. as tree_attention's (every packed token's)."""
     from replaycompile.kernels import tree_attention as _registers_the_op  # noqa: F401
 
-    keys = gather_tokens(k, shards, 2, group)
-    values = gather_tokens(v, shards, 2, group)
-    seg = segments if segments is not None else plan.query_segments(shards.index[rank])
-    no_subtree = torch.empty(0, dtype=torch.int64)
-    return torch.ops.replaycompile.tree_attention(q, keys, values, no_subtree, *seg, scale, [], 0, 0)
+    group = _resolve(group_name)
+    keys = _gather_keys(k, pad.shape[0], order, group)
+    values = _gather_keys(v, pad.shape[0], order, group)
+    no_subtree = torch.empty(0, dtype=torch.int64, device=q.device)
+    out, lse = torch.ops.replaycompile.tree_attention(q, keys, values, no_subtree, seg_q, seg_kv_ptr, kv_ranges,
+                                                      scale, [], 0, 0, positions, window, softcap, sinks)
+    return out, lse
+
+
+@_cp_tree_attention_op.register_fake
+def _(q, k, v, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions=None, window=0, softcap=0.0,
+      sinks=None):
+    from replaycompile.kernels.tree_attention import _new_tokens
+
+    hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
+    return _new_tokens((1, hq, n, dv), q.dtype, q.device), q.new_empty((1, hq, n), dtype=torch.float32)
+
+
+@torch.library.custom_op("replaycompile::cp_tree_attention_backward", mutates_args=())
+def _cp_tree_attention_backward_op(grad_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                   out: torch.Tensor, lse: torch.Tensor, pad: torch.Tensor, order: torch.Tensor,
+                                   seg_q: torch.Tensor, seg_kv_ptr: torch.Tensor, kv_ranges: torch.Tensor,
+                                   scale: float, group_name: str, positions: torch.Tensor | None = None,
+                                   window: int = 0, softcap: float = 0.0
+                                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv) of ``cp_tree_attention`` for this rank's q, k, v: the keys and values gathered again, tree
+    attention's backward over them, and each key's gradient summed over the ranks' queries on its owner."""
+    from replaycompile.kernels import tree_attention as _registers_the_op  # noqa: F401
+
+    group = _resolve(group_name)
+    n_r = k.shape[2]
+    keys = _gather_keys(k, pad.shape[0], order, group)
+    values = _gather_keys(v, pad.shape[0], order, group)
+    no_subtree = torch.empty(0, dtype=torch.int64, device=q.device)
+    dq, dk, dv = torch.ops.replaycompile.tree_attention_backward(
+        grad_out, q, keys, values, out, lse, no_subtree, seg_q, seg_kv_ptr, kv_ranges, scale, [], 0, 0, positions,
+        window, softcap)
+    del keys, values
+    dk = _scatter_key_grads(dk, pad.shape[0], order, n_r, group)
+    dv = _scatter_key_grads(dv, pad.shape[0], order, n_r, group)
+    return dq, dk.contiguous(), dv.contiguous()
+
+
+@_cp_tree_attention_backward_op.register_fake
+def _(grad_out, q, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions=None,
+      window=0, softcap=0.0):
+    from replaycompile.kernels.tree_attention import _new_tokens
+
+    return _new_tokens(q.shape, q.dtype, q.device), torch.empty_like(k, memory_format=torch.contiguous_format), \
+        torch.empty_like(v, memory_format=torch.contiguous_format)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions, window, softcap, sinks = inputs
+    out, lse = output
+    # this rank's keys and values only: the backward gathers every rank's again
+    ctx.save_for_backward(q, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, positions, sinks)
+    ctx.meta = (scale, group_name, window, softcap)
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward(ctx, grad_out, grad_lse):
+    from replaycompile.kernels.tree_attention import _sinks_grad
+
+    q, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, positions, sinks = ctx.saved_tensors
+    scale, group_name, window, softcap = ctx.meta
+    dq = dk = dv = dsinks = None
+    if grad_out is not None:
+        # every rank runs this backward (the reduce-scatter needs them all), whatever its own inputs need
+        dq, dk, dv = torch.ops.replaycompile.cp_tree_attention_backward(
+            grad_out, q, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions,
+            window, softcap)
+        if sinks is not None and ctx.needs_input_grad[13]:
+            dsinks = _sinks_grad(grad_out, out, lse, sinks)
+    grads = (dq, dk, dv, None, None, None, None, None, None, None, None, None, None, dsinks)
+    return grads[:len(ctx.needs_input_grad)]
+
+
+_cp_tree_attention_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _register_autocast():
+    from replaycompile.kernels import autocast as _autocast
+
+    # cast as the SDPA it replaces (kernels/autocast.py); the backward runs in the dtypes the forward saved
+    _autocast.register("replaycompile::cp_tree_attention", cast=("q", "k", "v"))
+    _autocast.register("replaycompile::cp_tree_attention_backward")
+
+
+_register_autocast()

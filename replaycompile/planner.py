@@ -22,8 +22,9 @@ term by term, checked against measured peaks (``tests/test_memory_model.py``, ``
 Parallel layout. FSDP2 shards weights, gradients and optimizer state over all ``dp * cp`` ranks (as torchtitan
 shards over its ``dp_shard_cp`` mesh) and gathers two layers' weights at a time (one in use, one prefetched).
 Context parallelism is modelled as ``replaycompile.context_parallel`` builds it for the exact step (each rank
-holds ``1/cp`` of the packed tokens, balanced by attention work, plus each attention layer's all-gathered K/V;
-its LM head is the plain one, on its own tokens); under checkpointing and detach_prefix it is a prediction (the report
+holds ``1/cp`` of the packed tokens, balanced by attention work, every layer on all of them (no pruning of the
+last layer to the loss's tokens), plus one layer's all-gathered K/V in flight; its LM head is the plain one, on its
+own tokens); under checkpointing and detach_prefix it is a prediction (the report
 says so whenever ``cp > 1``), and the eager variants do not use it (they run whole rows on every rank). Gated DeltaNet / linear-attention layers of hybrid configs
 (``layer_types``) are counted as attention layers of the same widths: an approximation, flagged in the report.
 """
@@ -207,7 +208,7 @@ class StepPlanReport:
 
 def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfloat16, dp: int = 1, cp: int = 1,
               budget_bytes: float | None = None, optimizer_bytes_per_param: float = 12.0,
-              lm_head: str = "auto", variants=PLANNED, cp_search: bool = True) -> StepPlanReport:
+              lm_head: str = "auto", variants=PLANNED, cp_search: bool = True, fsdp: bool = True) -> StepPlanReport:
     """Predict each variant's per-rank memory and FLOPs (module docstring). ``response_len``: one completion
     length for every row or ``group`` lengths. ``budget_bytes``: a rank's memory; the longest prompt whose rank
     total fits it is searched per variant, and for the replay variants the fewest CP ranks (a power of two, up
@@ -227,14 +228,16 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
     m = memory._dims(d)
     b = memory._elem(dtype)
     n = m.params()
-    shard = dp * cp
+    # fsdp=False: weights, gradients and optimizer state whole on every rank (a bare CP group, as
+    # bench/cp_step.py runs it, or DDP)
+    shard = dp * cp if fsdp else 1
     layer = (n - m.V * m.h * (1 if m.tied else 2)) // m.L
     static = dict(weights=n * b / shard, optimizer=n * optimizer_bytes_per_param / shard,
                   gathered_layers=2 * layer * b if shard > 1 else 0)
     notes = []
     if cp > 1:
-        notes.append(f"cp={cp}: replay holds 1/{cp} of the packed tokens per rank plus every attention layer's "
-                     f"gathered K/V (options={{'context_parallel': group}}, exact mode: built and measured by "
+        notes.append(f"cp={cp}: replay holds 1/{cp} of the packed tokens per rank (every layer on all of them) "
+                     f"plus one attention layer's gathered K/V in flight (options={{'context_parallel': group}}, exact mode: built and measured by "
                      f"bench/cp_step.py); under CP replay_ckpt is exact (tests/test_context_parallel.py) but its memory "
                      f"unmeasured, and replay_detach is a prediction (detach_prefix with CP is not built); the eager "
                      f"variants do not split rows (their figures are cp=1's)")
@@ -252,18 +255,22 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
         cr = [math.ceil(c / split) for c in comps]
         # the CP step runs the plain LM head (the chunked one is not built for it)
         head = ("plain" if split > 1 else lm_head) if v.startswith("replay") else "auto"
-        t = memory.breakdown(d, group, pr, cr, dtype=dtype, variant=mv, lm_head=head)
+        # the CP step runs every layer on all its tokens (no selected-token pruning of the last layer)
+        t = memory.breakdown(d, group, pr, cr, dtype=dtype, variant=mv, lm_head=head, pruned=split == 1)
         step = t["peak"]
         if shard > 1:  # FSDP2: the gradients are reduce-scattered layer by layer; a rank keeps its shard
             step -= t["grads"] - t["grads"] / shard
         if split > 1:
-            # the all-gather design (replaycompile/context_parallel.py): each attention layer's gathered K/V of
-            # every token, saved for its backward (a rank's logits stay on it: its log-probs are summed)
+            # replaycompile::cp_tree_attention keeps each layer's own K/V and gathers every rank's for the layer
+            # it runs, in forward and again in backward: one layer's gathered K and V (and a reordering buffer)
+            # and their float32 gradients before the reduce-scatter are in flight (a rank's logits stay on it:
+            # its log-probs are summed)
             if v == "replay_detach":  # not built: predicted as a ring (one K/V block in flight)
                 t["ring"] = 2 * (pr + sum(cr)) * m.kd * b if m.L_kv else 0
                 step += t["ring"]
             else:
-                t["cp_kv"] = 2 * (p + sum(comps)) * m.kd * m.L_kv * b
+                n_all = p + sum(comps)
+                t["cp_kv"] = (3 * n_all * m.kd * b + 2 * n_all * m.kd * max(b, 4)) if m.L_kv else 0
                 step += t["cp_kv"]
         return int(step), t
 
@@ -281,7 +288,7 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
             if v.startswith("replay") and cp_search:
                 for c in (1 << i for i in range(13)):
                     sub = plan_step(d, group, prompt_len, comps, dtype, dp, c, None, optimizer_bytes_per_param,
-                                    lm_head, [v], cp_search=False)
+                                    lm_head, [v], cp_search=False, fsdp=fsdp)
                     if sub.variants[v].rank_total <= budget_bytes:
                         vp.min_cp = c
                         break

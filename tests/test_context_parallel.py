@@ -99,9 +99,23 @@ def _worker(rank, world, port, kind, out):
         ix = sh.index[rank]
         q, k, v, w = _qkv(plan.num_packed)
         leaves = [x[:, :, ix].clone().requires_grad_() for x in (q, k, v)]
-        o, lse = cp_tree_attention(*leaves, plan, sh, rank, dist.group.WORLD, scale=D ** -0.5)
+        saved = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(tuple(t.shape)) or t, lambda t: t):
+            o, lse = cp_tree_attention(*leaves, plan, sh, rank, dist.group.WORLD, scale=D ** -0.5)
         (o * w[:, :, ix]).sum().backward()  # this rank's queries' share of the loss
+        # the backward gathers every rank's keys again: nothing saved spans more than this rank's tokens
+        longest = max(s[2] for s in saved if len(s) == 4)
+        if kind == "flat":  # opcheck on both ranks at once (its runs gather from each other)
+            pad = torch.empty(sh.size - ix.numel(), dtype=torch.int64)
+            seg = plan.query_segments(ix)
+            args = (*[x.detach() for x in leaves], pad, sh.order, *seg, D ** -0.5, dist.group.WORLD.group_name)
+            torch.library.opcheck(torch.ops.replaycompile.cp_tree_attention.default, args)
+            o2, lse2 = torch.ops.replaycompile.cp_tree_attention(*args)
+            grad = w[:, :, ix].contiguous()
+            torch.library.opcheck(torch.ops.replaycompile.cp_tree_attention_backward.default,
+                                  (grad, *args[:3], o2, lse2, *args[3:]))
         save_file({"out": o.detach().contiguous(), "lse": lse.detach().contiguous(), "index": ix,
+                   "longest_saved": torch.tensor(longest),
                    **{f"d{n}": x.grad.contiguous() for n, x in zip("qkv", leaves)}}, f"{out}.{rank}")
     finally:
         dist.destroy_process_group()
@@ -110,7 +124,8 @@ def _worker(rank, world, port, kind, out):
 @pytest.mark.parametrize("kind", ["flat", "tree"])
 def test_two_ranks_equal_one_process(kind, tmp_path):
     """Each rank's output, log-sum-exp and its tokens' dq, dk, dv equal tree attention over the whole batch on
-    one process (the keys' gradients from the other rank's queries arrive through the all-gather's backward)."""
+    one process (the keys' gradients from the other rank's queries arrive through the backward's reduce-scatter);
+    the op keeps only the rank's own tokens for its backward; opcheck of the op and its backward."""
     world = 2
     out = str(tmp_path / "cp")
     mp.spawn(_worker, args=(world, free_port(), kind, out), nprocs=world, join=True)
@@ -124,6 +139,7 @@ def test_two_ranks_equal_one_process(kind, tmp_path):
         got = load_file(f"{out}.{r}")
         ix = got["index"]
         covered += ix.tolist()
+        assert int(got["longest_saved"]) == ix.numel() < plan.num_packed
         torch.testing.assert_close(got["out"], o.detach()[:, :, ix])
         torch.testing.assert_close(got["lse"], lse.detach()[:, :, ix].to(got["lse"].dtype))
         for n, x in zip("qkv", leaves):

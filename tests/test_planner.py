@@ -142,7 +142,7 @@ def test_within_15_percent_of_every_recorded_measurement():
         for pt in rec["points"]:
             r = planner.plan_step(rec["model"], rec["group"], pt["prompt_len"], pt["completions"],
                                   dtype=torch.float32, lm_head=pt.get("lm_head", "chunked"), cp=pt.get("cp", 1),
-                                  variants=[pt["variant"]])
+                                  variants=[pt["variant"]], fsdp=pt.get("fsdp", True))
             pred = r.variants[pt["variant"]].step_peak
             assert abs(pred - pt["peak_bytes"]) <= 0.15 * pt["peak_bytes"], (f.name, pt["variant"],
                                                                                pt["prompt_len"], pred)
