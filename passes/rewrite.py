@@ -120,6 +120,7 @@ class PackedGraph:
         dropped = [0, 0]                     # positions whose weights are all zero, tokens no kept position reads
         out = []
         shards = owner = None
+        cp_share = None                      # (this rank's tokens, the tokens split) under context parallelism
         for what in self.extra_inputs:
             if what == "plan":
                 out.extend(getattr(src, n) for n in (SPLIT_INPUTS if split is not None else PLAN_INPUTS))
@@ -136,6 +137,22 @@ class PackedGraph:
                             torch.empty(shards.size - mine.numel(), dtype=torch.int64), shards.order,
                             *plan.query_segments(mine)])
                 sizes[0] = int(mine.numel())
+                cp_share = (int(mine.numel()), plan.num_packed, "packed")
+            elif what == "cp_shared":
+                # detach_prefix: the shared tokens split over the ranks (the branch tokens whole on each)
+                from replaycompile.context_parallel import context_shards, query_segments, shared_tree
+
+                rank, world, _ = self.cp
+                tree = shared_tree(split)
+                shards = context_shards(tree, world)
+                mine = shards.index[rank]
+                owner = torch.empty(split.num_shared, dtype=torch.int64)
+                for r, ix in enumerate(shards.index):
+                    owner[ix] = r
+                out.extend([split.gather_s[mine], split.columns_s[mine],
+                            torch.empty(shards.size - mine.numel(), dtype=torch.int64), shards.order,
+                            *query_segments(tree, mine)])
+                cp_share = (int(mine.numel()), split.num_shared, "shared")
             elif what == "layout":
                 lay = split.block_layout_s(*self.blocks) if split is not None else plan.block_layout(*self.blocks)
                 out.extend(lay.tensors())
@@ -153,7 +170,8 @@ class PackedGraph:
                     dropped[1] += n_tok
                 if shards is not None:
                     # this rank's tokens of the slice (indices into its own tokens), the scatter as it is (it
-                    # reads the gathered slice), then the slice's padding and gathered order
+                    # reads the gathered slice), then the slice's padding and gathered order (detach_prefix: of
+                    # its shared tokens; the branch tokens' index as it is)
                     rank, world, _ = self.cp
                     own = owner[sel[0]]
                     mine = torch.nonzero(own == rank).reshape(-1)
@@ -167,6 +185,11 @@ class PackedGraph:
                         order[own == r] = r * size + torch.arange(counts[r])
                     local = torch.searchsorted(shards.index[rank], sel[0][mine]) if counts[rank] else \
                         torch.zeros(1, dtype=torch.int64)
+                    if split is not None:
+                        out.extend([local, sel[1], sel[2], torch.empty(size - held[rank], dtype=torch.int64), order])
+                        scatters.append(sel[2])
+                        sizes.append(int(sel[0].numel() + sel[1].numel()))
+                        continue
                     lookup = torch.full((sel[0].numel() + 1,), held[rank], dtype=torch.int64)
                     lookup[mine] = torch.arange(mine.numel())
                     out.extend([local, sel[1], torch.empty(size - held[rank], dtype=torch.int64), order,
@@ -193,7 +216,7 @@ class PackedGraph:
             else:
                 raise AssertionError(f"unknown packed-graph input {what!r}")
         self.last = dict(sizes=sizes, positions_dropped=dropped[0], tokens_dropped=dropped[1],
-                         num_packed=plan.num_packed)
+                         num_packed=plan.num_packed, cp_share=cp_share)
         return out
 
     def _pair_inputs(self) -> int:
@@ -292,7 +315,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     attention path, with ``prune`` and ``chunked_lm_head`` off and no recurrent layers."""
     assert a.reason is None, a.reason
     if cp_group is not None:
-        assert not detach_prefix and not prune and not chunked_lm_head and not tree_scan, \
+        assert not (prune and not detach_prefix) and not chunked_lm_head and not tree_scan, \
             "context parallelism: declined by the backend"
         attention = "torch"
     scan_sites = {s.output: s for s in (tree_scan or {}).values()}
@@ -311,7 +334,17 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     if blocks is not None:
         extra.append("layout")
     block_q, block_k = blocks if blocks is not None else (0, 0)
-    if detach_prefix:
+    if detach_prefix and cp_group is not None:
+        # the shared tokens split over the ranks (this rank's: "cp_shared"), the branch tokens whole on each
+        cp_in = {name: g.placeholder(f"rc_cp_{name}_s") for name in ("gather", "columns", "pad", "order")}
+        cp_qseg = [g.placeholder(f"rc_cp_qseg_s_{i}") for i in range(3)]
+        extra.append("cp_shared")
+        streams = [_Stream(g, "S", cp_in["gather"], cp_in["columns"], no_grad=True),
+                   _Stream(g, "R", plan["gather_r"], plan["columns_r"], no_grad=False)]
+        cp_space = [(cp_in["pad"], cp_in["order"])]
+        cp_local_scatter = {}
+        no_subtree = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
+    elif detach_prefix:
         streams = [_Stream(g, "S", plan["gather_s"], plan["columns_s"], no_grad=True),
                    _Stream(g, "R", plan["gather_r"], plan["columns_r"], no_grad=False)]
         no_subtree = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
@@ -334,7 +367,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         extra.append("slice")
         if cp_group is not None:
             cp_space.append((g.placeholder(f"rc_cp_sub{sl.space}_pad"), g.placeholder(f"rc_cp_sub{sl.space}_order")))
-            cp_local_scatter[sl.space] = g.placeholder(f"rc_cp_sub{sl.space}_local_scatter")
+            if not detach_prefix:
+                cp_local_scatter[sl.space] = g.placeholder(f"rc_cp_sub{sl.space}_local_scatter")
     sites = {s.node: s for s in a.attention}
     sel, sel_space = {}, None
     if prune and not detach_prefix and blocks is None:
@@ -364,7 +398,9 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         if cp_group is not None:
             axis = a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)
             pad, order = cp_space[sp]
-            return g.call_function(ops.cp_gather, (vals[0], axis, pad, order, cp_group))
+            vals[0] = g.call_function(ops.cp_gather, (vals[0], axis, pad, order, cp_group))
+            if len(vals) == 1:
+                return vals[0]
         if len(vals) == 1:
             return vals[0]
         return g.call_function(torch.cat, (vals, a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)))
@@ -565,6 +601,24 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 kv = [_repeat_kv_source(x) for x in (s.k, s.v)]
                 kv = [x if x is not None and all(x in st.env for st in streams) else y for x, y in zip(kv, (s.k, s.v))]
                 (qs, ks, vs), (qr, kr, vr) = ([st.env[x] for x in (s.q, *kv)] for st in streams)
+                if cp_group is not None:
+                    # the rank's shared queries over every rank's shared keys; the branch queries over those
+                    # (gathered again in backward: constants, never saved whole) and the branch keys
+                    pad, order = cp_space[0]
+                    res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
+                                          (qs, ks, vs, pad, order, *cp_qseg, s.scale, cp_group)
+                                          + extras(plan["columns_s"], streams[0], plan["gather_s"]))
+                    streams[0].env[n] = g.call_function(operator.getitem, (res, 0))
+                    cols_all = g.call_function(torch.cat, ([plan["columns_s"], plan["columns_r"]],)) if window \
+                        else None
+                    gath_all = g.call_function(torch.cat, ([plan["gather_s"], plan["gather_r"]],)) if window < 0 \
+                        else None
+                    res = g.call_function(torch.ops.replaycompile.cp_branch_attention.default,
+                                          (qr, ks, vs, kr, vr, pad, order, plan["seg_q_r"], plan["seg_kv_ptr_r"],
+                                           plan["kv_ranges_r"], s.scale, cp_group)
+                                          + extras(cols_all, streams[1], gath_all))
+                    streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
+                    continue
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (qs, ks, vs, plan["subtree_end_s"], plan["seg_q_s"], plan["seg_kv_ptr_s"],
                                        plan["kv_ranges_s"], s.scale, layout, block_q, block_k)

@@ -107,9 +107,6 @@ def parse_options(options: dict | None) -> ReplayOptions:
         if not isinstance(cp, dist.ProcessGroup):
             raise ValueError(f"replay backend: option context_parallel={cp!r} must be a process group or a 1-D "
                              f"DeviceMesh")
-        if options.get("mode") == "detach_prefix":
-            raise ValueError("replay backend: context_parallel runs the exact step only; mode='detach_prefix' with "
-                             "context parallelism is not built")
         options["context_parallel"] = cp
     return ReplayOptions(**options)
 
@@ -409,7 +406,8 @@ class ReplayGraph:
                 from . import context_parallel as _registers_the_cp_op  # noqa: F401
 
                 self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, prune=False,
-                                      device=self._device, windows=windows, cp_group=group.group_name)
+                                      detach_prefix=self.opts.mode == "detach_prefix", device=self._device,
+                                      windows=windows, cp_group=group.group_name)
                 self.packed.cp = (dist.get_rank(group), dist.get_world_size(group), 0.0)
                 self.packed_chunked = None
                 return
@@ -567,8 +565,9 @@ class ReplayGraph:
         packed = self.packed
         if packed is not None and packed.cp is not None:
             rank, world, _ = packed.cp
-            n, total = packed.last.get("sizes", [0])[0], packed.last.get("num_packed")
-            return f"rank {rank} of {world}: {n} of {total} packed tokens"
+            n, total, what = packed.last.get("cp_share") or (0, 0, "packed")
+            return f"rank {rank} of {world}: {n} of {total} {what} tokens" + (
+                " (the branch tokens run on every rank)" if what == "shared" else "")
         return getattr(self, "_cp_note", None)
 
     def _fallback(self, reason: str, args, plan=None, log_it=True):
@@ -637,6 +636,10 @@ class ReplayGraph:
             # the two streams would carry 0 or 1 tokens (specialised shapes, recompiles); nothing to detach from
             why = (f"detach_prefix: the batch has {split.num_shared} shared and {split.num_branch} branch tokens "
                    f"(fewer than 2 of one kind); running it unpacked, exact")
+            return self._fallback(why, args, plan, log_it=False)
+        if split is not None and self.packed.cp is not None and split.num_shared < 2 * self.packed.cp[1]:
+            why = (f"context_parallel: the batch has {split.num_shared} shared tokens, fewer than 2 per rank of the "
+                   f"group; running it unpacked, exact")
             return self._fallback(why, args, plan, log_it=False)
         dev = ids.device
         packed = self.packed

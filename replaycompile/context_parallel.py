@@ -250,12 +250,122 @@ def _backward(ctx, grad_out, grad_lse):
 _cp_tree_attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
+# detach_prefix: the shared (S) tokens run without autograd, split over the ranks like the exact step's tokens;
+# the branch (R) tokens, a few hundred against a prompt of 100K, run whole on every rank. A branch token's
+# attention reads every S key as a constant: the op below gathers them in forward and again in backward, so no
+# layer keeps more than the rank's own S keys and values (one process keeps all of them).
+
+
+@torch.library.custom_op("replaycompile::cp_branch_attention", mutates_args=())
+def _cp_branch_attention_op(q: torch.Tensor, k_shared: torch.Tensor, v_shared: torch.Tensor, k: torch.Tensor,
+                            v: torch.Tensor, pad: torch.Tensor, order: torch.Tensor, seg_q: torch.Tensor,
+                            seg_kv_ptr: torch.Tensor, kv_ranges: torch.Tensor, scale: float, group_name: str,
+                            positions: torch.Tensor | None = None, window: int = 0, softcap: float = 0.0,
+                            sinks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``replaycompile::tree_attention`` of the branch tokens' queries q [1, Hq, N_R, D] over ``cat(every rank's
+    shared keys, k)``: k_shared/v_shared are this rank's shared tokens' (constants: no gradient), gathered in
+    the shared tokens' packed order (``pad``/``order`` as ``cp_tree_attention``'s); k, v [1, Hkv, N_R, .] the
+    branch tokens'. The segment CSR and ``positions`` are ``plan.SharedSplit``'s R attention's."""
+    from replaycompile.kernels import tree_attention as _registers_the_op  # noqa: F401
+
+    group = _resolve(group_name)
+    keys = torch.cat([_gather_keys(k_shared, pad.shape[0], order, group), k], 2)
+    values = torch.cat([_gather_keys(v_shared, pad.shape[0], order, group), v], 2)
+    no_subtree = torch.empty(0, dtype=torch.int64, device=q.device)
+    return torch.ops.replaycompile.tree_attention(q, keys, values, no_subtree, seg_q, seg_kv_ptr, kv_ranges, scale,
+                                                  [], 0, 0, positions, window, softcap, sinks)
+
+
+@_cp_branch_attention_op.register_fake
+def _(q, k_shared, v_shared, k, v, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions=None,
+      window=0, softcap=0.0, sinks=None):
+    from replaycompile.kernels.tree_attention import _new_tokens
+
+    hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
+    return _new_tokens((1, hq, n, dv), q.dtype, q.device), q.new_empty((1, hq, n), dtype=torch.float32)
+
+
+@torch.library.custom_op("replaycompile::cp_branch_attention_backward", mutates_args=())
+def _cp_branch_attention_backward_op(grad_out: torch.Tensor, q: torch.Tensor, k_shared: torch.Tensor,
+                                     v_shared: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                                     lse: torch.Tensor, pad: torch.Tensor, order: torch.Tensor, seg_q: torch.Tensor,
+                                     seg_kv_ptr: torch.Tensor, kv_ranges: torch.Tensor, scale: float,
+                                     group_name: str, positions: torch.Tensor | None = None, window: int = 0,
+                                     softcap: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv) of ``cp_branch_attention`` for the branch tokens (the shared keys are constants)."""
+    from replaycompile.kernels import tree_attention as _registers_the_op  # noqa: F401
+
+    group = _resolve(group_name)
+    keys = torch.cat([_gather_keys(k_shared, pad.shape[0], order, group), k], 2)
+    values = torch.cat([_gather_keys(v_shared, pad.shape[0], order, group), v], 2)
+    no_subtree = torch.empty(0, dtype=torch.int64, device=q.device)
+    dq, dk, dv = torch.ops.replaycompile.tree_attention_backward(
+        grad_out, q, keys, values, out, lse, no_subtree, seg_q, seg_kv_ptr, kv_ranges, scale, [], 0, 0, positions,
+        window, softcap)
+    n_s = keys.shape[2] - k.shape[2]
+    return dq, dk[:, :, n_s:].contiguous(), dv[:, :, n_s:].contiguous()
+
+
+@_cp_branch_attention_backward_op.register_fake
+def _(grad_out, q, k_shared, v_shared, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name,
+      positions=None, window=0, softcap=0.0):
+    from replaycompile.kernels.tree_attention import _new_tokens
+
+    return _new_tokens(q.shape, q.dtype, q.device), torch.empty_like(k, memory_format=torch.contiguous_format), \
+        torch.empty_like(v, memory_format=torch.contiguous_format)
+
+
+def _setup_branch(ctx, inputs, output):
+    q, ks, vs, k, v, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions, window, softcap, \
+        sinks = inputs
+    out, lse = output
+    ctx.save_for_backward(q, ks, vs, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, positions, sinks)
+    ctx.meta = (scale, group_name, window, softcap)
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward_branch(ctx, grad_out, grad_lse):
+    from replaycompile.kernels.tree_attention import _sinks_grad
+
+    q, ks, vs, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, positions, sinks = ctx.saved_tensors
+    scale, group_name, window, softcap = ctx.meta
+    dq = dk = dv = dsinks = None
+    if grad_out is not None:
+        # every rank runs it (its all-gathers need them all)
+        dq, dk, dv = torch.ops.replaycompile.cp_branch_attention_backward(
+            grad_out, q, ks, vs, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name,
+            positions, window, softcap)
+        if sinks is not None and ctx.needs_input_grad[15]:
+            dsinks = _sinks_grad(grad_out, out, lse, sinks)
+    grads = (dq, None, None, dk, dv, None, None, None, None, None, None, None, None, None, None, dsinks)
+    return grads[:len(ctx.needs_input_grad)]
+
+
+_cp_branch_attention_op.register_autograd(_backward_branch, setup_context=_setup_branch)
+
+
+def shared_tree(split) -> "SimpleNamespace":
+    """The shared tokens of a ``plan.SharedSplit`` as a plan of their own (what ``context_shards``,
+    ``visible_keys`` and ``query_segments`` read): they form a prefix tree with its own segment CSR."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(num_packed=split.num_shared, num_segments=int(split.seg_q_s.shape[0]),
+                           seg_q=split.seg_q_s, seg_kv_ptr=split.seg_kv_ptr_s, kv_ranges=split.kv_ranges_s)
+
+
+def query_segments(tree, index: torch.Tensor):
+    """``ReplayPlan.query_segments`` of a plan or a ``shared_tree``."""
+    return ReplayPlan.query_segments(tree, index)
+
+
 def _register_autocast():
     from replaycompile.kernels import autocast as _autocast
 
     # cast as the SDPA it replaces (kernels/autocast.py); the backward runs in the dtypes the forward saved
     _autocast.register("replaycompile::cp_tree_attention", cast=("q", "k", "v"))
     _autocast.register("replaycompile::cp_tree_attention_backward")
+    _autocast.register("replaycompile::cp_branch_attention", cast=("q", "k_shared", "v_shared", "k", "v"))
+    _autocast.register("replaycompile::cp_branch_attention_backward")
 
 
 _register_autocast()

@@ -152,6 +152,7 @@ def test_two_ranks_equal_one_process(kind, tmp_path):
 # ------------------------------------------------------------------ the packed step under backend="replay"
 
 def _batch(kind):
+    kind = kind.removeprefix("detach_")
     if kind in ("window", "checkpointed"):
         return tree_batch()
     if kind == "long_prompt":  # every completion token falls in one rank's chunks: the other holds none of them
@@ -172,7 +173,7 @@ def _step_worker(rank, world, port, kind, out):
 
         def build():
             torch.manual_seed(0)
-            if kind == "window":  # Mistral with a 4-token window: crosses every branch point
+            if kind.endswith("window"):  # Mistral with a 4-token window: crosses every branch point
                 from test_sliding_window import hf_model
                 return hf_model("mistral", "sdpa")
             m = tiny_model("qwen3")
@@ -186,7 +187,8 @@ def _step_worker(rank, world, port, kind, out):
 
         model = build()
         ids, am, adv, p = _batch(kind)
-        step = torch.compile(step_loss, backend="replay", options={**AOT, "context_parallel": dist.group.WORLD})
+        mode = {"mode": "detach_prefix"} if kind.startswith("detach") else {}
+        step = torch.compile(step_loss, backend="replay", options={**AOT, **mode, "context_parallel": dist.group.WORLD})
         loss = step(model, ids, am, adv, p)
         loss.backward()
         st = replaycompile.last_stats()
@@ -199,7 +201,10 @@ def _step_worker(rank, world, port, kind, out):
             grads[name] = (g / world).contiguous()
         if rank == 0:
             ref = build()
-            ref_loss = step_loss(ref, ids, am, adv, p)
+            # detach_prefix's own semantics (the prompt's gradient stopped) on one process; else eager
+            ref_step = torch.compile(lambda *x: step_loss(*x), backend="replay", options={**AOT, **mode}) if mode \
+                else step_loss
+            ref_loss = ref_step(ref, ids, am, adv, p)
             ref_loss.backward()
             grads.update({f"ref.{n}": q.grad.detach().clone().contiguous() for n, q in ref.named_parameters()})
             grads["loss"], grads["ref.loss"] = loss.detach().reshape(1), ref_loss.detach().reshape(1)
@@ -213,7 +218,8 @@ def _step_worker(rank, world, port, kind, out):
 
 
 @pytest.mark.slow  # two processes that each compile the step: over 15 s on 2 cores
-@pytest.mark.parametrize("kind", ["flat", "tree", "window", "checkpointed", "long_prompt"])
+@pytest.mark.parametrize("kind", ["flat", "tree", "window", "checkpointed", "long_prompt", "detach_flat",
+                                  "detach_tree", "detach_window"])
 def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
     """torch.compile(backend="replay", options={"context_parallel": group}) on two gloo ranks: each rank computes
     about half the packed tokens, both get the single-process loss, and the gradients averaged over the group
@@ -227,20 +233,25 @@ def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
     for r in range(world):
         with safe_open(f"{out}.{r}", "pt") as f:
             metas.append(f.metadata())
+    detach = kind.startswith("detach")
     for m in metas:
         assert m["applied"] == "True", m
-        assert int(m["local_logprobs"]) >= 1, m  # the logits stayed on their rank (no [M, V] gather)
+        if not detach:
+            assert int(m["local_logprobs"]) >= 1, m  # the logits stayed on their rank (no [M, V] gather)
         assert m["cp"].startswith(f"rank "), m
+        assert ("shared tokens (the branch tokens run on every rank)" in m["cp"]) == detach, m
     shares = [int(m["cp"].split(": ")[1].split(" of ")[0]) for m in metas]
-    total = int(metas[0]["cp"].split(" of ")[-1].split()[0])
-    assert sum(shares) == total == int(metas[0]["computed"]) and max(shares) < 0.75 * total, (shares, total)
+    total = int(metas[0]["cp"].split(": ")[1].split(" of ")[1].split()[0])
+    assert sum(shares) == total and max(shares) < 0.75 * total, (shares, total)
+    assert detach or total == int(metas[0]["computed"])
     got = load_file(f"{out}.0")
     other = load_file(f"{out}.1")
     torch.testing.assert_close(got["loss"], got["ref.loss"], rtol=1e-5, atol=1e-7)
     torch.testing.assert_close(other["loss"], got["ref.loss"], rtol=1e-5, atol=1e-7)
-    # each rank really computed only its share: its own gradient is not the batch's
+    # each rank really computed only its share: its own gradient is not the batch's (under detach_prefix the
+    # shared tokens have no gradient and every rank runs the branch tokens: its own is the batch's)
     own = "model.layers.0.mlp.down_proj.weight"
-    assert not torch.allclose(got[f"own.{own}"], got[f"ref.{own}"], rtol=1e-3, atol=1e-6)
+    assert torch.allclose(got[f"own.{own}"], got[f"ref.{own}"], rtol=1e-3, atol=1e-6) == detach
     names = [k for k in got if not k.startswith(("ref.", "own.")) and k != "loss"]
     assert names
     for name in names:
