@@ -196,6 +196,8 @@ class PackedGraph:
                                 lookup[sel[1]]])
                     scatters.append(sel[1])
                     sizes.append(int(sel[0].numel()))
+                    # the rank's tokens of the slice in packed coordinates (its queries there, if pruned)
+                    sel_index[len(sizes) - 1] = sel[0][mine] if counts[rank] else shards.index[rank][:1]
                     continue
                 out.extend(sel)
                 scatters.append(sel[-1])
@@ -312,11 +314,11 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     all-gathered first, so every rank computes the same loss (the gathers' backward sums over the ranks: each
     rank's parameter gradients are its tokens' share times the group size, and averaging them over the group, as
     DDP and FSDP2 do, gives the batch's gradient). The caller asks for it only in exact mode on the PyTorch
-    attention path, with ``prune`` and ``chunked_lm_head`` off and no recurrent layers."""
+    attention path, with ``chunked_lm_head`` off and no recurrent layers; with ``prune`` the last layer runs at the
+    rank's tokens of the loss's slice (queries there, every rank's keys)."""
     assert a.reason is None, a.reason
     if cp_group is not None:
-        assert not (prune and not detach_prefix) and not chunked_lm_head and not tree_scan, \
-            "context parallelism: declined by the backend"
+        assert not chunked_lm_head and not tree_scan, "context parallelism: declined by the backend"
         attention = "torch"
     scan_sites = {s.output: s for s in (tree_scan or {}).values()}
     scan_inside = {n for s in scan_sites.values() for n in s.inside}
@@ -547,6 +549,14 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 sinks = None if s.sinks is None else get_row(s.sinks)
                 tail = (None, 0, s.softcap, sinks) if sinks is not None else (None, 0, s.softcap) if s.softcap \
                     else ()
+                if cp_group is not None:
+                    # the rank's selected queries over every rank's keys and values
+                    pad, order = cp_space[0]
+                    res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
+                                          (to_selected(s.q, st), get_packed(s.k, 0, st), get_packed(s.v, 0, st),
+                                           pad, order, *qseg, s.scale, cp_group) + tail)
+                    st.env[n] = g.call_function(operator.getitem, (res, 0))
+                    continue
                 res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                       (to_selected(s.q, st), get_packed(s.k, 0, st), get_packed(s.v, 0, st),
                                        no_subtree_sel, *qseg,

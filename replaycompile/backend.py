@@ -405,7 +405,7 @@ class ReplayGraph:
 
                 from . import context_parallel as _registers_the_cp_op  # noqa: F401
 
-                self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, prune=False,
+                self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False,
                                       detach_prefix=self.opts.mode == "detach_prefix", device=self._device,
                                       windows=windows, cp_group=group.group_name)
                 self.packed.cp = (dist.get_rank(group), dist.get_world_size(group), 0.0)

@@ -2,8 +2,10 @@
 holds, and tree attention whose queries are a rank's tokens and whose keys are every rank's.
 
 The rewrite (``passes/rewrite.py``, ``cp_group``) runs each per-token op of the packed step on the rank's
-tokens and each attention as ``replaycompile::cp_tree_attention`` (below); ``tests/test_context_parallel.py``
-checks both on two gloo ranks against one process.
+tokens and each attention as ``replaycompile::cp_tree_attention`` (below); under ``detach_prefix`` it splits the
+shared tokens only (they run without autograd) and runs the branch tokens whole on every rank, their attention
+as ``replaycompile::cp_branch_attention``. ``tests/test_context_parallel.py`` checks both modes on two gloo
+ranks against one process.
 
 Shards. ``context_shards(plan, cp)`` cuts the DFS-packed token axis into ``2 * cp`` contiguous chunks of equal
 token counts and gives rank r chunks r and ``2cp - 1 - r`` (the head-tail pairing of ring attention's load

@@ -167,8 +167,6 @@ def _per_token(m: _Dims, kind: str) -> float:
         # the last layer runs its queries, attention output and MLP on the loss's selected tokens only
         # (passes/selected_tokens.py): on every token it keeps only what their attention reads (GQA-repeated K, V)
         return (m.L - 1) * _per_token(m, "replay_layer") + 2 * m.qd + 2 * m.hk + 3 + m.h
-    if kind == "replay_unpruned":  # every layer on every token (the CP step: context_parallel has no pruning)
-        return m.L * _per_token(m, "replay_layer") + m.h
     if kind == "branch":
         return m.L * (4 * m.h + 3 * m.ff + 4 * m.qd + m.kd + 2 * m.hq + m.hk + 3) + m.h
     raise ValueError(kind)
@@ -189,9 +187,8 @@ def lm_head_auto(rows: int, vocab: int) -> str:
 
 
 def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "exact", dtype=torch.float32,
-              variant: str = "replay", lm_head: str = "auto", pruned: bool = True) -> dict:
-    """The terms of the prediction in bytes (``peak`` is their combination at the peak). ``pruned=False``: the
-    exact replay step's last layer runs on every token too (as the CP step's does)."""
+              variant: str = "replay", lm_head: str = "auto") -> dict:
+    """The terms of the prediction in bytes (``peak`` is their combination at the peak)."""
     m = _dims(config)
     b = _elem(dtype)
     comps = [int(response_len)] * group if isinstance(response_len, (int, float)) else [int(c) for c in response_len]
@@ -249,7 +246,7 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
             lm_grad = m.V * m.h * b if lm_head == "chunked" else 0
             out["peak"] = grads + out["activations"] + max(out["head"], lm_grad + out["layer_recompute"])
         elif mode == "exact":
-            out["activations"] = (P + sum(comps)) * _per_token(m, "replay" if pruned else "replay_unpruned") * b
+            out["activations"] = (P + sum(comps)) * _per_token(m, "replay") * b
             out["peak"] = grads + out["activations"] + out["head"]
         elif mode == "detach_prefix":
             out["kv"] = (P + M) * 2 * m.kd * m.L_kv * b

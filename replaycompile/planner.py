@@ -22,10 +22,10 @@ term by term, checked against measured peaks (``tests/test_memory_model.py``, ``
 Parallel layout. FSDP2 shards weights, gradients and optimizer state over all ``dp * cp`` ranks (as torchtitan
 shards over its ``dp_shard_cp`` mesh) and gathers two layers' weights at a time (one in use, one prefetched).
 Context parallelism is modelled as ``replaycompile.context_parallel`` builds it for the exact step (each rank
-holds ``1/cp`` of the packed tokens, balanced by attention work, every layer on all of them (no pruning of the
-last layer to the loss's tokens), plus one layer's all-gathered K/V in flight; its LM head is the plain one, on its
-own tokens); under checkpointing and detach_prefix it is a prediction (the report
-says so whenever ``cp > 1``), and the eager variants do not use it (they run whole rows on every rank). Gated DeltaNet / linear-attention layers of hybrid configs
+holds ``1/cp`` of the packed tokens, balanced by attention work (its last layer at its tokens of the loss's
+positions only, as on one process), plus one layer's all-gathered K/V in flight; its LM head is the plain one, on its
+own tokens); detach_prefix splits the shared tokens only (the branch tokens run whole on every rank); under
+checkpointing it is a prediction (the report says so whenever ``cp > 1``), and the eager variants do not use it (they run whole rows on every rank). Gated DeltaNet / linear-attention layers of hybrid configs
 (``layer_types``) are counted as attention layers of the same widths: an approximation, flagged in the report.
 """
 
@@ -236,11 +236,11 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
                   gathered_layers=2 * layer * b if shard > 1 else 0)
     notes = []
     if cp > 1:
-        notes.append(f"cp={cp}: replay holds 1/{cp} of the packed tokens per rank (every layer on all of them) "
-                     f"plus one attention layer's gathered K/V in flight (options={{'context_parallel': group}}, exact mode: built and measured by "
+        notes.append(f"cp={cp}: replay holds 1/{cp} of the packed tokens per rank plus one attention layer's gathered K/V in flight; replay_detach 1/{cp} of the shared tokens "
+                     f"and every branch token (options={{'context_parallel': group}}: built, measured by "
                      f"bench/cp_step.py); under CP replay_ckpt is exact (tests/test_context_parallel.py) but its memory "
-                     f"unmeasured, and replay_detach is a prediction (detach_prefix with CP is not built); the eager "
-                     f"variants do not split rows (their figures are cp=1's)")
+                     f"is a prediction, not measured; the eager variants do not split rows (their figures are "
+                     f"cp=1's)")
     lin = _hybrid(d)
     if lin:
         notes.append(f"{lin} of {m.L} layers are linear attention (Gated DeltaNet): they keep no per-token K/V "
@@ -252,11 +252,11 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
         mv = _MEMORY_VARIANT.get(v, v)
         split = cp if v.startswith("replay") else 1
         pr = math.ceil(p / split)
-        cr = [math.ceil(c / split) for c in comps]
+        # detach_prefix under CP splits the shared tokens only: the branch tokens run whole on every rank
+        cr = list(comps) if v == "replay_detach" else [math.ceil(c / split) for c in comps]
         # the CP step runs the plain LM head (the chunked one is not built for it)
         head = ("plain" if split > 1 else lm_head) if v.startswith("replay") else "auto"
-        # the CP step runs every layer on all its tokens (no selected-token pruning of the last layer)
-        t = memory.breakdown(d, group, pr, cr, dtype=dtype, variant=mv, lm_head=head, pruned=split == 1)
+        t = memory.breakdown(d, group, pr, cr, dtype=dtype, variant=mv, lm_head=head)
         step = t["peak"]
         if shard > 1:  # FSDP2: the gradients are reduce-scattered layer by layer; a rank keeps its shard
             step -= t["grads"] - t["grads"] / shard
@@ -265,13 +265,10 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
             # it runs, in forward and again in backward: one layer's gathered K and V (and a reordering buffer)
             # and their float32 gradients before the reduce-scatter are in flight (a rank's logits stay on it:
             # its log-probs are summed)
-            if v == "replay_detach":  # not built: predicted as a ring (one K/V block in flight)
-                t["ring"] = 2 * (pr + sum(cr)) * m.kd * b if m.L_kv else 0
-                step += t["ring"]
-            else:
-                n_all = p + sum(comps)
-                t["cp_kv"] = (3 * n_all * m.kd * b + 2 * n_all * m.kd * max(b, 4)) if m.L_kv else 0
-                step += t["cp_kv"]
+            # (detach_prefix: the shared keys, gathered for the shared and the branch queries alike)
+            n_all = p + sum(comps)
+            t["cp_kv"] = (3 * n_all * m.kd * b + 2 * n_all * m.kd * max(b, 4)) if m.L_kv else 0
+            step += t["cp_kv"]
         return int(step), t
 
     out = {}
@@ -279,7 +276,12 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
         step, terms = rank_bytes(v, prompt_len)
         total = int(step + sum(static.values()))
         split = cp if v.startswith("replay") else 1
-        fl = step_flops(d, _MEMORY_VARIANT.get(v, v) if v != "eager" else "eager_keep", prompt_len, comps) / split
+        fv = _MEMORY_VARIANT.get(v, v) if v != "eager" else "eager_keep"
+        fl = step_flops(d, fv, prompt_len, comps) / split
+        if v == "replay_detach" and split > 1:
+            # the shared tokens' work is split (about a one-token completion's step), the branch tokens' is not
+            shared = step_flops(d, fv, prompt_len, [1] * group)
+            fl = step_flops(d, fv, prompt_len, comps) - shared * (1 - 1 / split)
         vp = VariantPlan(v, step, total, fl, terms=terms)
         if budget_bytes is not None:
             def fits(p, v=v):

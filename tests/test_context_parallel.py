@@ -212,7 +212,7 @@ def _step_worker(rank, world, port, kind, out):
                   metadata={"applied": str(st["applied"]), "cp": str(st["context_parallel"]),
                             "local_logprobs": str(torch._dynamo.utils.counters["replay"][
                                 "context_parallel_local_logprobs"]),
-                            "computed": str(st["tokens_computed"])})
+                            "computed": str(st["tokens_computed"]), "selected": str(st["queries_selected"])})
     finally:
         dist.destroy_process_group()
 
@@ -244,6 +244,8 @@ def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
     total = int(metas[0]["cp"].split(": ")[1].split(" of ")[1].split()[0])
     assert sum(shares) == total and max(shares) < 0.75 * total, (shares, total)
     assert detach or total == int(metas[0]["computed"])
+    if kind in ("flat", "tree", "long_prompt"):  # the last layer ran at the rank's loss tokens only (pruned)
+        assert all(int(m["selected"]) >= 1 for m in metas), metas
     got = load_file(f"{out}.0")
     other = load_file(f"{out}.1")
     torch.testing.assert_close(got["loss"], got["ref.loss"], rtol=1e-5, atol=1e-7)
