@@ -75,12 +75,34 @@ def test_a_long_prompt_balances_work_and_tokens():
 
 
 def test_a_rank_may_hold_no_completion_token():
-    """The case the long_prompt step below runs: one rank holds none of the loss's positions' tokens."""
+    """The case the long_prompt step below runs: one rank holds none of the loss's positions' tokens (one-token
+    completions: the loss reads only the prompt's last token, which one rank holds)."""
     ids, am = _batch("long_prompt")[:2]
     plan = build_plan(ids, am)
     sh = context_shards(plan, 2)
-    completion = set(range(plan.num_packed - 10, plan.num_packed))  # the 10 completion tokens come last
-    assert any(not completion & set(ix.tolist()) for ix in sh.index)
+    last_prompt = int(plan.scatter_index[0, 2 + 199])  # left_pad=2, then the 200-token prompt
+    assert sum(last_prompt in ix.tolist() for ix in sh.index) == 1
+
+
+def test_completion_tokens_are_spread_over_the_ranks():
+    """The tokens one row holds (where the loss reads, and the LM head's logits live) are split evenly, not all
+    on the rank with the last chunk, while token counts stay equal and the work balanced."""
+    g = torch.Generator().manual_seed(7)
+    lens = torch.randint(64, 129, (8,), generator=g).tolist()
+    ids = torch.zeros(8, 4096 + 128, dtype=torch.long)
+    am = torch.zeros_like(ids)
+    ids[:, :4096] = torch.randint(1, 1000, (4096,), generator=g)
+    for b, c in enumerate(lens):
+        ids[b, 4096:4096 + c] = torch.randint(1, 1000, (c,), generator=g)
+        am[b, :4096 + c] = 1
+    plan = build_plan(ids, am)
+    single = torch.arange(plan.num_packed) >= 4096
+    for cp in (2, 4):
+        sh = context_shards(plan, cp)
+        per_rank = [int(single[ix].sum()) for ix in sh.index]
+        counts = [ix.numel() for ix in sh.index]
+        assert max(per_rank) - min(per_rank) <= 1, per_rank
+        assert max(counts) - min(counts) <= 2 * cp and sh.imbalance() < 1.05, (counts, sh.cost)
 
 
 def _qkv(n, seed=0):
@@ -155,8 +177,8 @@ def _batch(kind):
     kind = kind.removeprefix("detach_")
     if kind in ("window", "checkpointed"):
         return tree_batch()
-    if kind == "long_prompt":  # every completion token falls in one rank's chunks: the other holds none of them
-        return group_batch(prompt_len=200, lens=(3, 2, 4, 1), vocab=128, left_pad=2)
+    if kind == "long_prompt":  # one-token completions: the loss reads only the prompt's last token, on one rank
+        return group_batch(prompt_len=200, lens=(1, 1, 1, 1), vocab=128, left_pad=2)
     if kind == "flat":
         return group_batch(prompt_len=40, lens=(9, 4, 12, 7), vocab=128, left_pad=2)
     return tree_batch(prompt_len=30, stems=((6, (5, 3)), (4, (7, 2, 4))))
