@@ -2,15 +2,17 @@
 (G rows sharing one prompt, each with its own completion) under ``backend="replay"``, on one process and with
 ``options={"context_parallel": group}`` on ``--ranks`` processes of one CP group.
 
-Every process (one subprocess each, a fresh heap) warms up on two short batches (compiles), then runs the step
-at the measured prompt length twice: the first takes the peak heap above its start (glibc mallinfo2's
-high-water mark, batch and weights excluded, parameter gradients included, as bench/long_context.py measures),
-the second the step time. The single process runs with all the cores' threads; each CP rank with its share.
+Every process (one subprocess each, a fresh heap) warms up on two short batches (compiles) and once at the
+measured prompt length, then runs the step twice: the first takes the peak above its start (the larger of the
+sampled glibc heap and the exact tensor peak, batch and weights excluded, parameter gradients included, as
+bench/long_context.py measures), the second the step time (``--ranks-only``: one step, both from it). The single process runs with all the cores' threads; each CP rank with its share.
 The CP ranks' gradients, averaged over the group as DDP/FSDP2 would, and their loss are compared with the single
 process's (fp32). The memory model's prediction (``replaycompile.planner``) is printed beside each peak.
 
     python bench/cp_step.py                         # the budget model at a 16K prompt, G=8, 2 ranks
     python bench/cp_step.py --prompts 4096 --quick  # a smoke run
+    python bench/cp_step.py --ranks-only --prompts 24576             # a budget probe: does each rank fit 1 GiB?
+    python bench/cp_step.py --ranks-only --mode detach_prefix --prompts 102400
 """
 
 from __future__ import annotations
