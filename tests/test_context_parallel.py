@@ -280,3 +280,22 @@ def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
     assert names
     for name in names:
         torch.testing.assert_close(got[name], got[f"ref.{name}"], rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.slow  # three processes that each compile the step with inductor: a minute or more on 2 cores
+def test_cp_step_benchmark_quick(tmp_path):
+    """bench/cp_step.py --quick runs end to end: one process and 2 CP ranks, the ranks exact against it."""
+    import json
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, str(root / "bench" / "cp_step.py"), "--quick", "--inner", "aot_eager",
+                          "--out", str(tmp_path / "cp_step")], capture_output=True, text=True, timeout=900,
+                         cwd=root, env=dict(os.environ, PYTHONSAFEPATH="1"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "CP on 2 ranks: per-rank peak" in res.stdout, res.stdout
+    rep = json.loads((tmp_path / "cp_step.json").read_text())[0]
+    assert rep["loss_rel"] < 1e-5 and rep["grad_rel_worst"] < 1e-4, rep
+    assert all(r["applied"] and r["context_parallel"].startswith("rank ") for r in rep["cp"]), rep["cp"]
