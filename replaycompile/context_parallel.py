@@ -14,8 +14,12 @@ it: a prompt's later tokens and every completion token), so pairing an early chu
 attention work while every rank holds as many tokens (its memory): at a 16K prompt with G=8 the ranks' work is
 within 0.2% of each other on 2, 3 and 4 ranks. A short prompt with many completion tokens (which all read about
 the prompt's length) balances less well (1.2-1.3x on the tests' batches), and there plain contiguous chunks of
-equal token counts are taken where their busiest rank has less work; ``ContextShards.imbalance`` says how well. We first cut chunks of equal attention work instead: at 16K that gave one rank 63% of the tokens and a
-1.6x larger peak.
+equal token counts are taken where their busiest rank has less work; ``ContextShards.imbalance`` says how well.
+Pairing alone hands every completion to the rank holding the last chunk, and with them the loss's positions and
+the LM head's logits: so the tokens only one row holds are cut into cp equal runs of their own, the shared tokens
+paired head-tail, wherever that keeps the busiest rank's work within 5% of the best layout's (within 0.03% at a
+16K prompt). We first cut chunks of equal attention work instead: at 16K that gave one rank 63% of the tokens
+and a 1.6x larger peak.
 
 Attention. ``cp_tree_attention`` all-gathers the rank's keys and values, puts them in packed order, and runs
 ``replaycompile::tree_attention`` with the rank's tokens as queries (``ReplayPlan.query_segments``): the tree's visibility rule is the plan's, so
