@@ -124,35 +124,24 @@ class PackedGraph:
         for what in self.extra_inputs:
             if what == "plan":
                 out.extend(getattr(src, n) for n in (SPLIT_INPUTS if split is not None else PLAN_INPUTS))
-            elif what == "cp":
-                from replaycompile.context_parallel import context_shards
-
-                rank, world, _ = self.cp
-                shards = context_shards(plan, world)
-                mine = shards.index[rank]
-                owner = torch.empty(plan.num_packed, dtype=torch.int64)
-                for r, ix in enumerate(shards.index):
-                    owner[ix] = r
-                out.extend([plan.gather_index[mine], plan.columns[mine],
-                            torch.empty(shards.size - mine.numel(), dtype=torch.int64), shards.order,
-                            *plan.query_segments(mine)])
-                sizes[0] = int(mine.numel())
-                cp_share = (int(mine.numel()), plan.num_packed, "packed")
-            elif what == "cp_shared":
-                # detach_prefix: the shared tokens split over the ranks (the branch tokens whole on each)
+            elif what in ("cp", "cp_shared"):
+                # this rank's share of the packed tokens, or under detach_prefix of the shared tokens (the branch
+                # tokens whole on each rank)
                 from replaycompile.context_parallel import context_shards, query_segments, shared_tree
 
+                tree, gather, columns = (plan, plan.gather_index, plan.columns) if what == "cp" else \
+                    (shared_tree(split), split.gather_s, split.columns_s)
                 rank, world, _ = self.cp
-                tree = shared_tree(split)
                 shards = context_shards(tree, world)
                 mine = shards.index[rank]
-                owner = torch.empty(split.num_shared, dtype=torch.int64)
+                owner = torch.empty(tree.num_packed, dtype=torch.int64)
                 for r, ix in enumerate(shards.index):
                     owner[ix] = r
-                out.extend([split.gather_s[mine], split.columns_s[mine],
-                            torch.empty(shards.size - mine.numel(), dtype=torch.int64), shards.order,
-                            *query_segments(tree, mine)])
-                cp_share = (int(mine.numel()), split.num_shared, "shared")
+                out.extend([gather[mine], columns[mine], torch.empty(shards.size - mine.numel(), dtype=torch.int64),
+                            shards.order, *query_segments(tree, mine)])
+                if what == "cp":
+                    sizes[0] = int(mine.numel())
+                cp_share = (int(mine.numel()), tree.num_packed, "packed" if what == "cp" else "shared")
             elif what == "layout":
                 lay = split.block_layout_s(*self.blocks) if split is not None else plan.block_layout(*self.blocks)
                 out.extend(lay.tensors())
@@ -336,23 +325,22 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     if blocks is not None:
         extra.append("layout")
     block_q, block_k = blocks if blocks is not None else (0, 0)
-    if detach_prefix and cp_group is not None:
-        # the shared tokens split over the ranks (this rank's: "cp_shared"), the branch tokens whole on each
-        cp_in = {name: g.placeholder(f"rc_cp_{name}_s") for name in ("gather", "columns", "pad", "order")}
-        cp_qseg = [g.placeholder(f"rc_cp_qseg_s_{i}") for i in range(3)]
-        extra.append("cp_shared")
-        streams = [_Stream(g, "S", cp_in["gather"], cp_in["columns"], no_grad=True),
-                   _Stream(g, "R", plan["gather_r"], plan["columns_r"], no_grad=False)]
-        cp_space = [(cp_in["pad"], cp_in["order"])]
-        cp_local_scatter = {}
-        no_subtree = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
-    elif detach_prefix:
-        streams = [_Stream(g, "S", plan["gather_s"], plan["columns_s"], no_grad=True),
+    if detach_prefix:
+        shared = plan["gather_s"], plan["columns_s"]
+        if cp_group is not None:
+            # the shared tokens split over the ranks (this rank's: "cp_shared"), the branch tokens whole on each
+            cp_in = {name: g.placeholder(f"rc_cp_{name}_s") for name in ("gather", "columns", "pad", "order")}
+            cp_qseg = [g.placeholder(f"rc_cp_qseg_s_{i}") for i in range(3)]
+            extra.append("cp_shared")
+            shared = cp_in["gather"], cp_in["columns"]
+            cp_space = [(cp_in["pad"], cp_in["order"])]
+            cp_local_scatter = {}
+        streams = [_Stream(g, "S", *shared, no_grad=True),
                    _Stream(g, "R", plan["gather_r"], plan["columns_r"], no_grad=False)]
         no_subtree = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
     elif cp_group is not None:
         # this rank's tokens; per space, the padding to the longest rank's count and every token's place in the
-        # gathered layout (context_parallel.gather_tokens)
+        # gathered layout (ContextShards.order)
         cp_in = {name: g.placeholder(f"rc_cp_{name}") for name in ("gather", "columns", "pad", "order")}
         cp_qseg = [g.placeholder(f"rc_cp_qseg_{i}") for i in range(3)]
         extra.append("cp")
@@ -401,8 +389,6 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             axis = a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)
             pad, order = cp_space[sp]
             vals[0] = g.call_function(ops.cp_gather, (vals[0], axis, pad, order, cp_group))
-            if len(vals) == 1:
-                return vals[0]
         if len(vals) == 1:
             return vals[0]
         return g.call_function(torch.cat, (vals, a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)))

@@ -40,10 +40,11 @@ from dataclasses import dataclass
 
 import torch
 
-from replaycompile.ops import cp_gather
-from replaycompile.plan import ReplayPlan
+from replaycompile.kernels import autocast as _autocast
+from replaycompile.kernels import tree_attention as _tree_attention  # registers replaycompile::tree_attention
+from replaycompile.plan import ReplayPlan, multiplicity
 
-__all__ = ["ContextShards", "context_shards", "visible_keys", "gather_tokens", "cp_tree_attention"]
+__all__ = ["ContextShards", "context_shards", "visible_keys", "cp_tree_attention", "shared_tree", "query_segments"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,19 +116,9 @@ def context_shards(plan: ReplayPlan, cp: int) -> ContextShards:
 
 def _single_row_tokens(plan) -> torch.Tensor | None:
     """[N] bool: the packed tokens exactly one row holds (None for a plan without rows: ``shared_tree``'s)."""
-    scatter = getattr(plan, "scatter_index", None)
-    if scatter is None:
+    if getattr(plan, "scatter_index", None) is None:
         return None
-    s = scatter.reshape(-1)
-    return torch.bincount(s[s < plan.num_packed], minlength=plan.num_packed) == 1
-
-
-def gather_tokens(x: torch.Tensor, shards: ContextShards, dim: int, group) -> torch.Tensor:
-    """Every rank's tokens of ``x`` (this rank's, along ``dim``) in packed order, differentiably: the backward
-    sums each token's gradient over the ranks and hands it to the rank that owns the token (``ops.cp_gather``)."""
-    dim = dim % x.dim()
-    pad = torch.empty(shards.size - x.shape[dim], dtype=torch.int64)
-    return cp_gather(x, dim, pad, shards.order.to(x.device), group)
+    return multiplicity(plan) == 1
 
 
 def cp_tree_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: ReplayPlan, shards: ContextShards,
@@ -174,6 +165,35 @@ def _gather_keys(x: torch.Tensor, pad: int, order: torch.Tensor, group) -> torch
     return every.index_select(0, order).transpose(0, 1).unsqueeze(0)
 
 
+def _every_rank_kv(k: torch.Tensor, v: torch.Tensor, pad: torch.Tensor, order: torch.Tensor, group_name: str,
+                   k_tail: torch.Tensor | None = None, v_tail: torch.Tensor | None = None):
+    """(keys, values, group): every rank's ``k``/``v`` in packed order, followed by ``k_tail``/``v_tail`` (the
+    branch tokens' under detach_prefix), and the process group."""
+    group = _resolve(group_name)
+    keys = _gather_keys(k, pad.shape[0], order, group)
+    values = _gather_keys(v, pad.shape[0], order, group)
+    if k_tail is not None:
+        keys, values = torch.cat([keys, k_tail], 2), torch.cat([values, v_tail], 2)
+    return keys, values, group
+
+
+_NO_SUBTREE = torch.empty(0, dtype=torch.int64)  # tree_attention's subtree_end, unused with query segments
+
+
+def _attention_fake(q, v):
+    """(out, lse) of a CP attention op as tree_attention lays them out."""
+    hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
+    return _tree_attention._new_tokens((1, hq, n, dv), q.dtype, q.device), q.new_empty((1, hq, n),
+                                                                                     dtype=torch.float32)
+
+
+def _attention_backward_fake(q, k, v):
+    """(dq, dk, dv) of a CP attention backward op: dq as tree_attention's, dk/dv contiguous like k and v."""
+    return _tree_attention._new_tokens(q.shape, q.dtype, q.device), \
+        torch.empty_like(k, memory_format=torch.contiguous_format), \
+        torch.empty_like(v, memory_format=torch.contiguous_format)
+
+
 def _scatter_key_grads(g: torch.Tensor, pad: int, order: torch.Tensor, n_r: int, group) -> torch.Tensor:
     """[1, H, N, D] a gradient over every rank's keys -> [1, H, n_r, D] the sum over the ranks of this rank's
     keys' (a reduce-scatter in the gathered layout)."""
@@ -199,24 +219,15 @@ def _cp_tree_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pad
     here). ``pad``: only its length is read (how many tokens this rank lacks to the longest rank's count, kept a
     tensor so sizes stay symbolic); ``order`` [N]: each packed token's place in the gathered rank-major layout;
     ``positions`` etc. as tree_attention's (every packed token's)."""
-    from replaycompile.kernels import tree_attention as _registers_the_op  # noqa: F401
-
-    group = _resolve(group_name)
-    keys = _gather_keys(k, pad.shape[0], order, group)
-    values = _gather_keys(v, pad.shape[0], order, group)
-    no_subtree = torch.empty(0, dtype=torch.int64, device=q.device)
-    out, lse = torch.ops.replaycompile.tree_attention(q, keys, values, no_subtree, seg_q, seg_kv_ptr, kv_ranges,
-                                                      scale, [], 0, 0, positions, window, softcap, sinks)
-    return out, lse
+    keys, values, _ = _every_rank_kv(k, v, pad, order, group_name)
+    return torch.ops.replaycompile.tree_attention(q, keys, values, _NO_SUBTREE.to(q.device), seg_q, seg_kv_ptr,
+                                                  kv_ranges, scale, [], 0, 0, positions, window, softcap, sinks)
 
 
 @_cp_tree_attention_op.register_fake
 def _(q, k, v, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions=None, window=0, softcap=0.0,
       sinks=None):
-    from replaycompile.kernels.tree_attention import _new_tokens
-
-    hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
-    return _new_tokens((1, hq, n, dv), q.dtype, q.device), q.new_empty((1, hq, n), dtype=torch.float32)
+    return _attention_fake(q, v)
 
 
 @torch.library.custom_op("replaycompile::cp_tree_attention_backward", mutates_args=())
@@ -228,29 +239,20 @@ def _cp_tree_attention_backward_op(grad_out: torch.Tensor, q: torch.Tensor, k: t
                                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dq, dk, dv) of ``cp_tree_attention`` for this rank's q, k, v: the keys and values gathered again, tree
     attention's backward over them, and each key's gradient summed over the ranks' queries on its owner."""
-    from replaycompile.kernels import tree_attention as _registers_the_op  # noqa: F401
-
-    group = _resolve(group_name)
-    n_r = k.shape[2]
-    keys = _gather_keys(k, pad.shape[0], order, group)
-    values = _gather_keys(v, pad.shape[0], order, group)
-    no_subtree = torch.empty(0, dtype=torch.int64, device=q.device)
+    keys, values, group = _every_rank_kv(k, v, pad, order, group_name)
     dq, dk, dv = torch.ops.replaycompile.tree_attention_backward(
-        grad_out, q, keys, values, out, lse, no_subtree, seg_q, seg_kv_ptr, kv_ranges, scale, [], 0, 0, positions,
-        window, softcap)
+        grad_out, q, keys, values, out, lse, _NO_SUBTREE.to(q.device), seg_q, seg_kv_ptr, kv_ranges, scale, [], 0,
+        0, positions, window, softcap)
     del keys, values
-    dk = _scatter_key_grads(dk, pad.shape[0], order, n_r, group)
-    dv = _scatter_key_grads(dv, pad.shape[0], order, n_r, group)
+    dk = _scatter_key_grads(dk, pad.shape[0], order, k.shape[2], group)
+    dv = _scatter_key_grads(dv, pad.shape[0], order, v.shape[2], group)
     return dq, dk.contiguous(), dv.contiguous()
 
 
 @_cp_tree_attention_backward_op.register_fake
 def _(grad_out, q, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions=None,
       window=0, softcap=0.0):
-    from replaycompile.kernels.tree_attention import _new_tokens
-
-    return _new_tokens(q.shape, q.dtype, q.device), torch.empty_like(k, memory_format=torch.contiguous_format), \
-        torch.empty_like(v, memory_format=torch.contiguous_format)
+    return _attention_backward_fake(q, k, v)
 
 
 def _setup_context(ctx, inputs, output):
@@ -263,8 +265,6 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad_out, grad_lse):
-    from replaycompile.kernels.tree_attention import _sinks_grad
-
     q, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, positions, sinks = ctx.saved_tensors
     scale, group_name, window, softcap = ctx.meta
     dq = dk = dv = dsinks = None
@@ -274,7 +274,7 @@ def _backward(ctx, grad_out, grad_lse):
             grad_out, q, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions,
             window, softcap)
         if sinks is not None and ctx.needs_input_grad[13]:
-            dsinks = _sinks_grad(grad_out, out, lse, sinks)
+            dsinks = _tree_attention._sinks_grad(grad_out, out, lse, sinks)
     grads = (dq, dk, dv, None, None, None, None, None, None, None, None, None, None, dsinks)
     return grads[:len(ctx.needs_input_grad)]
 
@@ -298,23 +298,15 @@ def _cp_branch_attention_op(q: torch.Tensor, k_shared: torch.Tensor, v_shared: t
     shared keys, k)``: k_shared/v_shared are this rank's shared tokens' (constants: no gradient), gathered in
     the shared tokens' packed order (``pad``/``order`` as ``cp_tree_attention``'s); k, v [1, Hkv, N_R, .] the
     branch tokens'. The segment CSR and ``positions`` are ``plan.SharedSplit``'s R attention's."""
-    from replaycompile.kernels import tree_attention as _registers_the_op  # noqa: F401
-
-    group = _resolve(group_name)
-    keys = torch.cat([_gather_keys(k_shared, pad.shape[0], order, group), k], 2)
-    values = torch.cat([_gather_keys(v_shared, pad.shape[0], order, group), v], 2)
-    no_subtree = torch.empty(0, dtype=torch.int64, device=q.device)
-    return torch.ops.replaycompile.tree_attention(q, keys, values, no_subtree, seg_q, seg_kv_ptr, kv_ranges, scale,
-                                                  [], 0, 0, positions, window, softcap, sinks)
+    keys, values, _ = _every_rank_kv(k_shared, v_shared, pad, order, group_name, k, v)
+    return torch.ops.replaycompile.tree_attention(q, keys, values, _NO_SUBTREE.to(q.device), seg_q, seg_kv_ptr,
+                                                  kv_ranges, scale, [], 0, 0, positions, window, softcap, sinks)
 
 
 @_cp_branch_attention_op.register_fake
 def _(q, k_shared, v_shared, k, v, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name, positions=None,
       window=0, softcap=0.0, sinks=None):
-    from replaycompile.kernels.tree_attention import _new_tokens
-
-    hq, n, dv = q.shape[1], q.shape[2], v.shape[3]
-    return _new_tokens((1, hq, n, dv), q.dtype, q.device), q.new_empty((1, hq, n), dtype=torch.float32)
+    return _attention_fake(q, v)
 
 
 @torch.library.custom_op("replaycompile::cp_branch_attention_backward", mutates_args=())
@@ -325,15 +317,10 @@ def _cp_branch_attention_backward_op(grad_out: torch.Tensor, q: torch.Tensor, k_
                                      group_name: str, positions: torch.Tensor | None = None, window: int = 0,
                                      softcap: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dq, dk, dv) of ``cp_branch_attention`` for the branch tokens (the shared keys are constants)."""
-    from replaycompile.kernels import tree_attention as _registers_the_op  # noqa: F401
-
-    group = _resolve(group_name)
-    keys = torch.cat([_gather_keys(k_shared, pad.shape[0], order, group), k], 2)
-    values = torch.cat([_gather_keys(v_shared, pad.shape[0], order, group), v], 2)
-    no_subtree = torch.empty(0, dtype=torch.int64, device=q.device)
+    keys, values, _ = _every_rank_kv(k_shared, v_shared, pad, order, group_name, k, v)
     dq, dk, dv = torch.ops.replaycompile.tree_attention_backward(
-        grad_out, q, keys, values, out, lse, no_subtree, seg_q, seg_kv_ptr, kv_ranges, scale, [], 0, 0, positions,
-        window, softcap)
+        grad_out, q, keys, values, out, lse, _NO_SUBTREE.to(q.device), seg_q, seg_kv_ptr, kv_ranges, scale, [], 0,
+        0, positions, window, softcap)
     n_s = keys.shape[2] - k.shape[2]
     return dq, dk[:, :, n_s:].contiguous(), dv[:, :, n_s:].contiguous()
 
@@ -341,10 +328,7 @@ def _cp_branch_attention_backward_op(grad_out: torch.Tensor, q: torch.Tensor, k_
 @_cp_branch_attention_backward_op.register_fake
 def _(grad_out, q, k_shared, v_shared, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name,
       positions=None, window=0, softcap=0.0):
-    from replaycompile.kernels.tree_attention import _new_tokens
-
-    return _new_tokens(q.shape, q.dtype, q.device), torch.empty_like(k, memory_format=torch.contiguous_format), \
-        torch.empty_like(v, memory_format=torch.contiguous_format)
+    return _attention_backward_fake(q, k, v)
 
 
 def _setup_branch(ctx, inputs, output):
@@ -357,8 +341,6 @@ def _setup_branch(ctx, inputs, output):
 
 
 def _backward_branch(ctx, grad_out, grad_lse):
-    from replaycompile.kernels.tree_attention import _sinks_grad
-
     q, ks, vs, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, positions, sinks = ctx.saved_tensors
     scale, group_name, window, softcap = ctx.meta
     dq = dk = dv = dsinks = None
@@ -368,7 +350,7 @@ def _backward_branch(ctx, grad_out, grad_lse):
             grad_out, q, ks, vs, k, v, out, lse, pad, order, seg_q, seg_kv_ptr, kv_ranges, scale, group_name,
             positions, window, softcap)
         if sinks is not None and ctx.needs_input_grad[15]:
-            dsinks = _sinks_grad(grad_out, out, lse, sinks)
+            dsinks = _tree_attention._sinks_grad(grad_out, out, lse, sinks)
     grads = (dq, None, None, dk, dv, None, None, None, None, None, None, None, None, None, None, dsinks)
     return grads[:len(ctx.needs_input_grad)]
 
@@ -390,14 +372,8 @@ def query_segments(tree, index: torch.Tensor):
     return ReplayPlan.query_segments(tree, index)
 
 
-def _register_autocast():
-    from replaycompile.kernels import autocast as _autocast
-
-    # cast as the SDPA it replaces (kernels/autocast.py); the backward runs in the dtypes the forward saved
-    _autocast.register("replaycompile::cp_tree_attention", cast=("q", "k", "v"))
-    _autocast.register("replaycompile::cp_tree_attention_backward")
-    _autocast.register("replaycompile::cp_branch_attention", cast=("q", "k_shared", "v_shared", "k", "v"))
-    _autocast.register("replaycompile::cp_branch_attention_backward")
-
-
-_register_autocast()
+# cast as the SDPA they replace (kernels/autocast.py); the backward runs in the dtypes the forward saved
+_autocast.register("replaycompile::cp_tree_attention", cast=("q", "k", "v"))
+_autocast.register("replaycompile::cp_tree_attention_backward")
+_autocast.register("replaycompile::cp_branch_attention", cast=("q", "k_shared", "v_shared", "k", "v"))
+_autocast.register("replaycompile::cp_branch_attention_backward")

@@ -277,11 +277,11 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
         total = int(step + sum(static.values()))
         split = cp if v.startswith("replay") else 1
         fv = _MEMORY_VARIANT.get(v, v) if v != "eager" else "eager_keep"
-        fl = step_flops(d, fv, prompt_len, comps) / split
+        whole = step_flops(d, fv, prompt_len, comps)
+        fl = whole / split
         if v == "replay_detach" and split > 1:
             # the shared tokens' work is split (about a one-token completion's step), the branch tokens' is not
-            shared = step_flops(d, fv, prompt_len, [1] * group)
-            fl = step_flops(d, fv, prompt_len, comps) - shared * (1 - 1 / split)
+            fl = whole - step_flops(d, fv, prompt_len, [1] * group) * (1 - 1 / split)
         vp = VariantPlan(v, step, total, fl, terms=terms)
         if budget_bytes is not None:
             def fits(p, v=v):
