@@ -62,7 +62,8 @@ def worker(args) -> int:
     torch.manual_seed(0)
     model = lc.build_model(args.model)
     V = lc.MODELS[args.model]["vocab_size"]
-    opts = {"inner": args.inner, "lm_head": "plain", "mode": args.mode}
+    opts = {"inner": args.inner, "lm_head": "plain", "mode": args.mode,
+            "shared_chunks": args.shared_chunks if args.shared_chunks == "auto" else int(args.shared_chunks)}
     if group is not None:
         opts["context_parallel"] = group
     fn = torch.compile(lc._fresh(lc._loss_full, "cp_step"), backend="replay", dynamic=None, options=opts)
@@ -113,7 +114,7 @@ def launch(args, world: int, threads: int) -> list[dict]:
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", "--world", str(world),
            "--port", str(port), "--threads", str(threads), "--prompt", str(args.prompt), "--group", str(args.group),
            "--cmin", str(args.cmin), "--cmax", str(args.cmax), "--model", args.model, "--inner", args.inner,
-           "--out", args.out, "--mode", args.mode] + (["--ranks-only"] if args.ranks_only else [])
+           "--out", args.out, "--mode", args.mode, "--shared-chunks", args.shared_chunks] + (["--ranks-only"] if args.ranks_only else [])
     procs = [subprocess.Popen(cmd + ["--rank", str(r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for r in range(world)]
     done = [p.communicate(timeout=args.timeout) for p in procs]
@@ -144,6 +145,9 @@ def main(argv=None) -> int:
                     help="only the CP ranks (a budget probe: each rank's peak against --budget-gb; no exactness check)")
     ap.add_argument("--budget-gb", type=float, default=1.0)
     ap.add_argument("--mode", default="exact", choices=["exact", "detach_prefix"])
+    ap.add_argument("--shared-chunks", default="auto",
+                    help="detach_prefix: the shared stream's chunks (the backend option; 'auto' decides from the "
+                         "batch the graph was compiled at, here the short warm-up batches, so a probe names it)")
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--out", default=str(HERE / "out" / "cp_step"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

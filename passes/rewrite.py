@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import operator
 from dataclasses import dataclass, field
 
@@ -38,6 +39,11 @@ log = logging.getLogger("replaycompile")
 
 # Rows of logits per chunk of the fused LM head: about this many bytes of float32 logits at a time
 LM_HEAD_CHUNK_BYTES = 64 << 20
+# detach_prefix's shared stream (no autograd, nothing saved) runs each stretch of per-token ops between two
+# attentions in chunks of its tokens, so a stretch's widest intermediates (the MLP's) exist for one chunk at a
+# time: chunks of about this many bytes of the stretch's outputs, at most MAX_SHARED_CHUNKS (unrolled in the graph)
+SHARED_CHUNK_BYTES = 64 << 20
+MAX_SHARED_CHUNKS = 16
 
 # The plan's tensors the packed graph takes, by attribute name of ``plan.ReplayPlan``, in order
 PLAN_INPUTS = ("gather_index", "columns", "scatter_index", "subtree_end", "seg_q", "seg_kv_ptr", "kv_ranges")
@@ -101,6 +107,10 @@ class PackedGraph:
     last: dict = field(default_factory=dict, repr=False)
     # context parallelism (a "cp" input): (rank, world, 0), set by the backend; the shards are the plan's
     cp: tuple | None = None
+    # detach_prefix: the chunks its shared stream's stretches run in (1: whole), and the widest stretch's output
+    # bytes per token, which chose it (``shared_stream_chunks``)
+    shared_chunks: int = 1
+    shared_bytes_per_token: float = 0.0
 
     def inputs(self, args, plan, split=None) -> list:
         """The packed graph's inputs after the original ``args``, in ``extra_inputs`` order, from the batch's
@@ -268,7 +278,8 @@ def tree_scan_call(kind: str = "gated_deltanet"):
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
             device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None,
-            tree_scan: dict | None = None, prune: bool = True, cp_group: str | None = None) -> PackedGraph:
+            tree_scan: dict | None = None, prune: bool = True, cp_group: str | None = None,
+            shared_chunks: int | None = None) -> PackedGraph:
     """The packed graph of a graph the analysis accepted (``a.reason is None``); it never declines.
 
     ``attention``/``device``: the tree attention's implementation (``choose_blocks``); with the Triton kernels
@@ -304,7 +315,12 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     rank's parameter gradients are its tokens' share times the group size, and averaging them over the group, as
     DDP and FSDP2 do, gives the batch's gradient). The caller asks for it only in exact mode on the PyTorch
     attention path, with ``chunked_lm_head`` off and no recurrent layers; with ``prune`` the last layer runs at the
-    rank's tokens of the loss's slice (queries there, every rank's keys)."""
+    rank's tokens of the loss's slice (queries there, every rank's keys).
+
+    ``shared_chunks`` (detach_prefix): each stretch of the shared stream's per-token ops between two attentions
+    runs on that many chunks of the shared tokens, one after the other (``torch.tensor_split``, outputs
+    concatenated: the same values), so its intermediates exist for one chunk at a time; None picks it from the
+    traced batch (``shared_stream_chunks``), 1 turns it off."""
     assert a.reason is None, a.reason
     if cp_group is not None:
         assert not chunked_lm_head and not tree_scan, "context parallelism: declined by the backend"
@@ -370,6 +386,18 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         qseg = [g.placeholder(f"rc_sub{sel_space}_qseg_{i}") for i in range(3)]
         extra.append(("query_segments", sel_space))
         no_subtree_sel = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
+    runs: dict = {}  # shared-stream node -> the stretch of per-token nodes it ends (detach_prefix, chunked)
+    if detach_prefix:
+        stretches = _shared_stretches(old_nodes, a, sites)
+        width = stretch_bytes_per_token(a, stretches)
+        if shared_chunks is None:
+            shared_chunks = shared_stream_chunks(a, stretches, 1 if cp_group is None else _world_size(cp_group))
+        if shared_chunks > 1:
+            runs = {r[-1]: r for r in stretches}
+            count("shared_stream_stretches_chunked", len(runs))
+            log.info("replay: detach_prefix runs the shared tokens' per-token ops in %d chunks (%d stretches "
+                     "between attentions)", shared_chunks, len(runs))
+    in_run = {x for r in runs.values() for x in r}
     chains = lm_head_chains(gm, a) if chunked_lm_head else {}
     pairs = {}
     for i, (gather, (h, _, _, _)) in enumerate(chains.items()):
@@ -476,6 +504,40 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                     torch.index_select, (v, axis, st.sub_index[sel_space - 1]))
             return st.rows[key]
         return get_packed(x, sel_space, st)
+
+    def emit_chunked_stretch(stretch: list) -> None:
+        """The shared stream's copy of ``stretch`` (per-token nodes, in order) on ``shared_chunks`` chunks of its
+        tokens; a value read after the stretch is the concatenation of its chunks."""
+        st, members = streams[0], set(stretch)
+        pieces: dict = {}  # outside value -> its chunks (None: no token axis, read whole)
+        sizes = g.call_function(torch.tensor_split, (st.gath[0], shared_chunks))
+        chunk_envs = []
+        for j in range(shared_chunks):
+            env: dict = {}
+
+            def arg(x, env=env, j=j):
+                if not isinstance(x, fx.Node):
+                    return x
+                if x in env:
+                    return env[x]
+                if x not in pieces:
+                    v = get_packed(x, 0, st)
+                    axis = token_axis(a, x)
+                    per_token = axis is not None and (x in st.env or (x, 0) in st.rows)
+                    pieces[x] = g.call_function(torch.tensor_split, (v, shared_chunks, axis)) if per_token else v
+                    pieces[x, "split"] = per_token
+                if not pieces[x, "split"]:
+                    return pieces[x]
+                env[x] = g.call_function(operator.getitem, (pieces[x], j))
+                return env[x]
+
+            n_tok = g.call_method("size", (g.call_function(operator.getitem, (sizes, j)), 0))
+            for x in stretch:
+                env[x] = _emit_packed(g, x, a, arg, n_tok, st.sub_index)
+            chunk_envs.append(env)
+        for x in stretch:
+            if any(u not in members for u in x.users):
+                st.env[x] = g.call_function(torch.cat, ([e[x] for e in chunk_envs], token_axis(a, x)))
 
     pending = None  # (the graph's last node before a packed node was emitted, that node): see _tag_since
     for n in old_nodes:
@@ -651,8 +713,12 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             st.env[n] = g.call_function(operator.getitem, (res, 0))
             continue
         for st in streams:
+            if n in in_run and st is streams[0]:
+                continue  # the shared stream's copy comes with its stretch's chunks
             st.env[n] = _emit_packed(g, n, a, lambda x, st=st: get_packed(x, sp, st), st.n_tok[sp], st.sub_index,
                                      sel)
+        if n in runs:
+            emit_chunked_stretch(runs[n])
 
     if pending is not None:
         _tag_since(*pending)
@@ -687,7 +753,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                        len(sel), n_sel_attention,
                        space_keep=dict(weights.keep) if weights is not None else {},
                        weights_gm=subgraph_module(gm, weights.nodes) if weights is not None and weights.keep
-                       else None, head_spaces=head_spaces)
+                       else None, head_spaces=head_spaces,
+                       shared_chunks=shared_chunks if runs else 1, shared_bytes_per_token=width if detach_prefix else 0.0)
 
 
 def _space_weights(gm: fx.GraphModule, a: GraphAnalysis, nodes: list):
@@ -908,6 +975,70 @@ def _gather_args(n: fx.Node):
     dim = n.kwargs.get("dim", args[1] if len(args) > 1 else None)
     index = n.kwargs.get("index", args[2] if len(args) > 2 else None)
     return base, dim, index
+
+
+def _world_size(group_name: str) -> int:
+    import torch.distributed as dist
+    from torch.distributed.distributed_c10d import _resolve_process_group
+
+    return dist.get_world_size(_resolve_process_group(group_name))
+
+
+def _shared_stretches(old_nodes: list, a: GraphAnalysis, sites: dict) -> list:
+    """The stretches of per-token nodes (packed, all tokens' space, a token axis, not an attention) that run one
+    after another in graph order with nothing between them that reads a packed value; a graph with MoE routing
+    (whose tokens meet in an expert's batch) has none."""
+    if a.token_index or a.inverse_aranges or a.sorted_keys or a.segments:
+        return []
+    stretches, cur = [], []
+    for n in old_nodes:
+        if n.op in ("placeholder", "output"):
+            continue
+        k = a.kind.get(n)
+        per_token = k == Kind.PACKED and a.space.get(n) == 0 and n not in sites and token_axis(a, n) is not None
+        if per_token:
+            cur.append(n)
+            continue
+        if k in (Kind.MASK, Kind.INTERNAL) or (k == Kind.ROW and not any(a.kind.get(x) == Kind.PACKED
+                                                                        for x in n.all_input_nodes)):
+            continue  # reads no packed value: emitted without the stretch's values
+        if cur:
+            stretches.append(cur)
+        cur = []
+    if cur:
+        stretches.append(cur)
+    return stretches
+
+
+def _hint(size) -> int:
+    """A size at the value it was traced with (a dynamic one counts at its hint)."""
+    return size if isinstance(size, int) else int(size.node.hint or 1)
+
+
+def stretch_bytes_per_token(a: GraphAnalysis, stretches: list) -> float:
+    """The widest stretch's output bytes per position of the traced batch (views included: an upper bound of what
+    is alive at once)."""
+    ids = val(a.ids) if a.ids is not None else None
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+        return 0.0
+    positions = max(1, _hint(ids.shape[0]) * _hint(ids.shape[1]))
+    return max((sum(math.prod(_hint(d) for d in v.shape) * v.element_size() for v in map(val, stretch)
+                    if isinstance(v, torch.Tensor)) / positions for stretch in stretches), default=0.0)
+
+
+def shared_stream_chunks(a: GraphAnalysis, stretches: list, world: int = 1, shared_tokens: int | None = None) -> int:
+    """How many chunks detach_prefix's shared stream runs its stretches in: enough that the widest stretch's
+    outputs (``stretch_bytes_per_token``) for one chunk stay near SHARED_CHUNK_BYTES, at most MAX_SHARED_CHUNKS.
+    The shared tokens (``shared_tokens``, or estimated as half the traced batch's positions: a shared token sits
+    in two rows or more) are split over ``world`` ranks. The count is fixed when the graph is compiled: a later,
+    longer batch runs with larger chunks (the backend warns once when they pass 4x SHARED_CHUNK_BYTES)."""
+    ids = val(a.ids) if a.ids is not None else None
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or not stretches:
+        return 1
+    if shared_tokens is None:
+        shared_tokens = _hint(ids.shape[0]) * _hint(ids.shape[1]) // 2
+    need = shared_tokens / max(world, 1) * stretch_bytes_per_token(a, stretches)
+    return int(min(MAX_SHARED_CHUNKS, max(1, math.ceil(need / SHARED_CHUNK_BYTES))))
 
 
 def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_index, selected=()) -> fx.Node:

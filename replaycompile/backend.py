@@ -10,6 +10,7 @@ inputs and runs the packed graph, compiled with dynamic shapes so the packed len
 from __future__ import annotations
 
 import itertools
+import math
 import logging
 import os
 import types
@@ -61,6 +62,9 @@ _OPTIONS: dict[str, tuple] = {
     # context parallelism: a process group (or a 1-D DeviceMesh) whose ranks run the same batch, each computing
     # its share of the packed tokens (replaycompile/context_parallel.py)
     "context_parallel": None,
+    # detach_prefix: the shared stream's per-token ops in this many chunks of its tokens ("auto": from the traced
+    # batch's size, passes/rewrite.shared_stream_chunks; 1: whole)
+    "shared_chunks": None,
 }
 
 
@@ -74,6 +78,7 @@ class ReplayOptions:
     lm_head: str = "auto"
     recurrent: str = "tree_scan"
     context_parallel: Any = None
+    shared_chunks: Any = "auto"
 
 
 def parse_options(options: dict | None) -> ReplayOptions:
@@ -87,6 +92,9 @@ def parse_options(options: dict | None) -> ReplayOptions:
     mst = options.get("min_shared_tokens", DEFAULT_MIN_SHARED_TOKENS)
     if isinstance(mst, bool) or not isinstance(mst, int) or mst < 0:
         raise ValueError(f"replay backend: option min_shared_tokens={mst!r} must be a non-negative int")
+    chunks = options.get("shared_chunks", "auto")
+    if chunks != "auto" and (isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1):
+        raise ValueError(f"replay backend: option shared_chunks={chunks!r} must be 'auto' or a positive int")
     sched = options.get("schedule")
     if sched is not None:
         from replaycompile.schedule import SparrowSchedule
@@ -312,6 +320,7 @@ class ReplayGraph:
         self._continued_verifications = 0   # continuation masks verified in full (once per batch)
         self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
         self._warned_below_threshold = False
+        self._warned_shared_chunks = False
         self._per_row_verified = False      # the layers computed per row passed recurrent.verify_per_row
         self._tree_scan_checked = False     # the tree-scan layers were held to their layers (verify_tree_scan)
         self._windows: dict | None = None   # the sliding windows the packed graphs were last rewritten with
@@ -407,20 +416,24 @@ class ReplayGraph:
 
                 self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False,
                                       detach_prefix=self.opts.mode == "detach_prefix", device=self._device,
-                                      windows=windows, cp_group=group.group_name)
+                                      windows=windows, cp_group=group.group_name, shared_chunks=self._shared_chunks())
                 self.packed.cp = (dist.get_rank(group), dist.get_world_size(group), 0.0)
                 self.packed_chunked = None
                 return
             self._cp_note = f"not applied to this graph: {why}; every rank computes all its packed tokens"
             log.warning("replay: context_parallel %s", self._cp_note)
         kw = dict(detach_prefix=self.opts.mode == "detach_prefix", attention=self.opts.attention,
-                  device=self._device, windows=windows, tree_scan=self.tree_scan_layers)
+                  device=self._device, windows=windows, tree_scan=self.tree_scan_layers,
+                  shared_chunks=self._shared_chunks())
         self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, **kw)
         self.packed_chunked = None
         if self.opts.lm_head != "plain":
             chunked = rewrite(self.gm, self.analysis, chunked_lm_head=True, **kw)
             if chunked.lm_head_vocab:
                 self.packed_chunked = chunked
+
+    def _shared_chunks(self) -> int | None:
+        return None if self.opts.shared_chunks == "auto" else self.opts.shared_chunks
 
     def _cp_declined(self) -> str | None:
         """Why this graph runs without context parallelism (None: it runs with it)."""
@@ -542,6 +555,7 @@ class ReplayGraph:
             # what ran, not what was asked for: unsupported inputs run the PyTorch path even with a layout
             attention=self._attention_ran if applied else None,
             shared_no_grad=split.num_shared if applied and split is not None else None,
+            shared_chunks=self.packed.shared_chunks if applied and split is not None else None,
             lm_head_chunked=self._lm_head_ran if applied else 0,
             queries_selected=self._selected_ran[0] if applied else 0,
             selected_only_values=self._selected_ran[1] if applied else 0,
@@ -556,6 +570,23 @@ class ReplayGraph:
             recurrent_tree_scan=list(self.tree_scan_layers) if applied else [],
             context_parallel=self._cp_stats(applied, continued),
         ), key=key, graph=self.name)
+
+    def _check_shared_chunks(self, num_shared: int) -> None:
+        """Warn once when this batch's shared tokens make each chunk of the shared stream 4x or more the size its
+        chunk count was chosen for (the count is fixed when the graph is compiled, passes/rewrite.py)."""
+        from replaycompile.passes.rewrite import SHARED_CHUNK_BYTES
+
+        p = self.packed
+        ranks = p.cp[1] if p.cp is not None else 1
+        chunk = num_shared / ranks * p.shared_bytes_per_token / p.shared_chunks
+        if self._warned_shared_chunks or self.opts.shared_chunks != "auto" or chunk < 4 * SHARED_CHUNK_BYTES:
+            return
+        self._warned_shared_chunks = True
+        want = math.ceil(num_shared / ranks * p.shared_bytes_per_token / SHARED_CHUNK_BYTES)
+        log.warning("replay: detach_prefix runs the shared stream in %d chunk(s), chosen when the graph was "
+                    "compiled at a shorter batch; this batch's %d shared tokens make each chunk's per-token "
+                    "intermediates about %.0f MB; pass options={'shared_chunks': %d} to bound them (logged once)",
+                    p.shared_chunks, num_shared, chunk / 2**20, want)
 
     def _cp_stats(self, applied: bool, continued: bool) -> str | None:
         if self.opts.context_parallel is None or not applied:
@@ -641,6 +672,8 @@ class ReplayGraph:
             why = (f"context_parallel: the batch has {split.num_shared} shared tokens, fewer than 2 per rank of the "
                    f"group; running it unpacked, exact")
             return self._fallback(why, args, plan, log_it=False)
+        if split is not None:
+            self._check_shared_chunks(split.num_shared)
         dev = ids.device
         packed = self.packed
         if self.packed_chunked is not None:

@@ -43,6 +43,7 @@ class GraphStats:
     recompiles: int | None = None  # Dynamo recompiles of the frame plus recompiles of its packed graph
     attention: str | None = None  # the attention path that ran ("triton", "torch", ...), None when unpacked
     shared_no_grad: int | None = None  # detach_prefix: the tokens that ran without autograd (the shared ones)
+    shared_chunks: int | None = None  # detach_prefix: the chunks the shared stream's per-token ops ran in
     lm_head_chunked: int | None = None  # vocabulary gathers run as replaycompile::chunked_pair_logprobs
     # attention sites whose queries ran only at the tokens a slice reads (the last layer's, where the loss reads its
     # positions: passes/selected_tokens.py), and the packed values computed there only

@@ -210,7 +210,10 @@ def _step_worker(rank, world, port, kind, out):
         model = build()
         ids, am, adv, p = _batch(kind)
         mode = {"mode": "detach_prefix"} if kind.startswith("detach") else {}
-        step = torch.compile(step_loss, backend="replay", options={**AOT, **mode, "context_parallel": dist.group.WORLD})
+        # detach_tree: the shared stream in 3 chunks per stretch (against one process's unchunked step)
+        chunks = {"shared_chunks": 3} if kind == "detach_tree" else {}
+        step = torch.compile(step_loss, backend="replay",
+                             options={**AOT, **mode, **chunks, "context_parallel": dist.group.WORLD})
         loss = step(model, ids, am, adv, p)
         loss.backward()
         st = replaycompile.last_stats()
@@ -234,7 +237,8 @@ def _step_worker(rank, world, port, kind, out):
                   metadata={"applied": str(st["applied"]), "cp": str(st["context_parallel"]),
                             "local_logprobs": str(torch._dynamo.utils.counters["replay"][
                                 "context_parallel_local_logprobs"]),
-                            "computed": str(st["tokens_computed"]), "selected": str(st["queries_selected"])})
+                            "computed": str(st["tokens_computed"]), "selected": str(st["queries_selected"]),
+                            "chunked": str(torch._dynamo.utils.counters["replay"]["shared_stream_stretches_chunked"])})
     finally:
         dist.destroy_process_group()
 
@@ -262,6 +266,7 @@ def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
             assert int(m["local_logprobs"]) >= 1, m  # the logits stayed on their rank (no [M, V] gather)
         assert m["cp"].startswith(f"rank "), m
         assert ("shared tokens (the branch tokens run on every rank)" in m["cp"]) == detach, m
+        assert (int(m["chunked"]) > 0) == (kind == "detach_tree"), m
     shares = [int(m["cp"].split(": ")[1].split(" of ")[0]) for m in metas]
     total = int(metas[0]["cp"].split(": ")[1].split(" of ")[1].split()[0])
     assert sum(shares) == total and max(shares) < 0.75 * total, (shares, total)

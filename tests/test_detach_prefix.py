@@ -91,11 +91,72 @@ def test_detach_prefix_equals_the_hand_written_detached_step(batch):
     got = run(torch.compile(step_loss, backend="replay", options=DETACH), model, ids, am, adv, p)
     st = replaycompile.last_stats()
     assert st["applied"] and st["mode"] == "detach_prefix", st
-    assert st["shared_no_grad"] == n_shared, st
+    assert st["shared_no_grad"] == n_shared and st["shared_chunks"] == 1, st
     assert_same_step(ref, got)
     exact = run(step_loss, model, ids, am, adv, p)
     assert max(((got[1][k] - exact[1][k]).norm() / exact[1][k].norm()).item() for k in exact[1]) > 1e-3, \
         "detach_prefix must differ from exact (else the test cannot tell them apart)"
+
+
+@pytest.mark.parametrize("batch", ["group", "tree"])
+def test_shared_stream_in_chunks_equals_the_spec(batch):
+    """shared_chunks=3: the shared tokens' per-token ops run on three chunks of them (each stretch between two
+    attentions), with the same loss and gradients as the hand-written detached step; the pass fired."""
+    model = tiny_model("qwen3")
+    ids, am, adv, p = tree_batch(stems=((0, (5, 3, 6, 4)),)) if batch == "group" else tree_batch()
+    ref = run(detached_step, model, ids, am, adv, p)
+    torch._dynamo.utils.counters.clear()
+    got = run(torch.compile(step_loss, backend="replay", options={**DETACH, "shared_chunks": 3}), model, ids, am,
+              adv, p)
+    st = replaycompile.last_stats()
+    assert st["applied"] and st["shared_chunks"] == 3, st
+    # embedding to the first attention, one per layer after it: three stretches in each of the two packed graphs
+    assert torch._dynamo.utils.counters["replay"]["shared_stream_stretches_chunked"] == 2 * (1 + 2), \
+        dict(torch._dynamo.utils.counters["replay"])
+    assert_same_step(ref, got)
+
+
+def test_shared_chunks_follow_the_traced_batch():
+    """"auto" chunks the shared stream by the traced batch's size: whole for a short batch, more chunks as the
+    shared tokens grow, never more than MAX_SHARED_CHUNKS; the option is validated."""
+    from types import SimpleNamespace
+
+    import torch.fx as fx
+    from replaycompile.passes.rewrite import MAX_SHARED_CHUNKS, SHARED_CHUNK_BYTES, shared_stream_chunks
+
+    def chunks(rows, cols, width, world=1):
+        g = fx.Graph()
+        ids, mlp = g.placeholder("ids"), g.placeholder("mlp")
+        ids.meta["val"] = torch.empty(rows, cols, dtype=torch.long, device="meta")
+        mlp.meta["val"] = torch.empty(rows, cols, width, device="meta")
+        return shared_stream_chunks(SimpleNamespace(ids=ids), [[mlp]], world)
+
+    assert chunks(8, 128, 3072) == 1
+    # 8 x 8192 positions, half of them shared, 12 KiB each: 384 MiB -> 6 chunks of 64 MiB; on 2 ranks 3
+    assert SHARED_CHUNK_BYTES == 64 << 20
+    assert chunks(8, 8192, 3072) == 6 and chunks(8, 8192, 3072, world=2) == 3
+    assert chunks(8, 102400, 3072) == MAX_SHARED_CHUNKS
+    with pytest.raises(ValueError, match="shared_chunks"):
+        replaycompile.parse_options({"shared_chunks": 0})
+    assert replaycompile.parse_options({"shared_chunks": 4}).shared_chunks == 4
+
+
+def test_a_longer_batch_than_the_chunks_were_chosen_for_is_warned(monkeypatch, caplog):
+    """The chunk count is fixed at compile time; a call whose chunks come out 4x SHARED_CHUNK_BYTES or more says so
+    once, naming the option that bounds them (here the bound is lowered instead of the batch lengthened)."""
+    import replaycompile.passes.rewrite as rw
+
+    model = tiny_model("qwen3")
+    ids, am, adv, p = tree_batch(stems=((0, (5, 3, 6, 4)),))
+    step = torch.compile(step_loss, backend="replay", options=DETACH)
+    run(step, model, ids, am, adv, p)
+    assert replaycompile.last_stats()["shared_chunks"] == 1
+    assert "shared_chunks" not in caplog.text
+    monkeypatch.setattr(rw, "SHARED_CHUNK_BYTES", 64)
+    with caplog.at_level("WARNING", logger="replaycompile"):
+        run(step, model, ids, am, adv, p)
+        run(step, model, ids, am, adv, p)
+    assert caplog.text.count("options={'shared_chunks': ") == 1, caplog.text
 
 
 def _saved_bytes(fn, model, *args) -> int:
