@@ -398,6 +398,11 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             log.info("replay: detach_prefix runs the shared tokens' per-token ops in %d chunks (%d stretches "
                      "between attentions)", shared_chunks, len(runs))
     in_run = {x for r in runs.values() for x in r}
+    # the keys and values GQA's repeat_kv expanded (the detached attention below reads the source, kv heads only):
+    # a chunked stretch joins the source, never the repeated copy, which would be saved for the branch backward
+    kv_source = {x: src for s in sites.values() for x in (s.k, s.v)
+                 if (src := _repeat_kv_source(x)) is not None} if runs else {}
+    kv_read = set(kv_source.values())
     chains = lm_head_chains(gm, a) if chunked_lm_head else {}
     pairs = {}
     for i, (gather, (h, _, _, _)) in enumerate(chains.items()):
@@ -536,7 +541,10 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                 env[x] = _emit_packed(g, x, a, arg, n_tok, st.sub_index)
             chunk_envs.append(env)
         for x in stretch:
-            if any(u not in members for u in x.users):
+            outside = [u for u in x.users if u not in members]
+            if x in kv_source and kv_source[x] in members and outside and all(u in sites for u in outside):
+                continue  # the attention reads the keys before repeat_kv: the repeated ones are never joined
+            if outside or x in kv_read:
                 st.env[x] = g.call_function(torch.cat, ([e[x] for e in chunk_envs], token_axis(a, x)))
 
     pending = None  # (the graph's last node before a packed node was emitted, that node): see _tag_since

@@ -177,6 +177,22 @@ def _saved_bytes(fn, model, *args) -> int:
     return total[0]
 
 
+def test_shared_chunks_save_no_more_than_the_whole_stream():
+    """Chunking the shared stream changes what is transient, never what autograd keeps: the step saves exactly the
+    bytes of the unchunked one (the GQA keys and values before repeat_kv, not the repeated copies joined from the
+    chunks, which once doubled the saved K/V of this 2-of-4-head model)."""
+    model = tiny_model("qwen3")
+    assert model.config.num_key_value_heads < model.config.num_attention_heads
+    ids, am, adv, p = tree_batch(prompt_len=40, stems=((0, (5, 3, 6, 4)),))
+    saved = {}
+    for k in (1, 3):
+        torch._dynamo.reset()
+        step = torch.compile(step_loss, backend="replay", options={**DETACH, "shared_chunks": k})
+        saved[k] = _saved_bytes(step, model, ids, am, adv, p)
+        assert replaycompile.last_stats()["shared_chunks"] == k
+    assert saved[3] == saved[1], saved
+
+
 @pytest.mark.slow
 def test_detach_prefix_saves_only_the_shared_keys_and_values():
     """Autograd keeps nothing for the shared tokens but each layer's keys and values: with a long prompt and
