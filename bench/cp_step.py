@@ -7,7 +7,7 @@ measured prompt length, then runs the step twice: the first takes the peak above
 sampled glibc heap and the exact tensor peak, batch and weights excluded, parameter gradients included, as
 bench/long_context.py measures), the second the step time (``--ranks-only``: one step, both from it). The single process runs with all the cores' threads; each CP rank with its share.
 The CP ranks' gradients, averaged over the group as DDP/FSDP2 would, and their loss are compared with the single
-process's (fp32). The memory model's prediction (``replaycompile.planner``) is printed beside each peak.
+process's (fp32). The memory model's prediction (``replaycompile.planning.planner``) is printed beside each peak.
 
     python bench/cp_step.py                         # the budget model at a 16K prompt, G=8, 2 ranks
     python bench/cp_step.py --prompts 4096 --quick  # a smoke run
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     if args.quick:
         args.model, args.prompts = "quick_budget", [1024]
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    from replaycompile import planner
+    from replaycompile.planning import planner
     from safetensors.torch import load_file
     import long_context as lc
 

@@ -597,14 +597,11 @@ class _Capture(logging.Handler):
 
 
 def _forget_logged_reasons() -> None:
-    """The backend logs each decline reason once per process: forget them, so each family's run logs its own."""
-    import replaycompile.backend as backend
+    """The library logs each decline reason once per process (stats.warn_once): forget them, so each family's run
+    logs its own."""
     import replaycompile.stats as stats
 
-    for owner, name in ((backend, "_logged_reasons"), (getattr(stats, "_RECORDER", None), "partial_logged")):
-        seen = getattr(owner, name, None)
-        if isinstance(seen, set):
-            seen.clear()
+    stats._WARNED.clear()
 
 
 def run_family(model_type: str, layout: str = "flat", inner: str | None = None) -> dict:

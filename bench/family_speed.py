@@ -1,7 +1,7 @@
 """The GRPO reference step on the 2026 families that need more than the classic rules (issue 30's speed lines):
 Qwen3.5 (Gated DeltaNet hybrid), DeepSeek-V3 (MLA + group-limited MoE), Nemotron-H (Mamba-2 hybrid) and GLM-4.5
 (group-limited MoE), each at the reference shape (hidden 256, 4 layers, vocab 32000, G=8 rows of a 1024-token
-prompt, 64-128-token completions; replay_bench.reference_config), the family's own layer kinds scaled to it.
+prompt, 64-128-token completions; common.reference_config), the family's own layer kinds scaled to it.
 
 Per family, in one process, interleaved, medians of ``--reps``: eager as written (full logits, then the completion
 positions), eager ``logits_to_keep`` (the strongest eager baseline: TRL's), and ``torch.compile(step,
@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import replaycompile  # noqa: E402
-from replay_bench import build_variants, make_batch, reference_config, with_old_logprobs  # noqa: E402
+from common import build_variants, make_batch, reference_config, with_old_logprobs  # noqa: E402
 
 KEEP = "eager logits_to_keep (TRL baseline)"
 EAGER = "eager (full logits, as written)"

@@ -1,4 +1,4 @@
-"""GPU check of the Triton block-sparse attention kernels, in one command, under 5 minutes on an H200.
+"""The GPU check, in one command, under 5 minutes on an H200: the GPU tests, then the figures.
 
     python bench/gpu_check.py                # CUDA: writes $OUT/gpu_check.json and .md (or bench/out/ without $OUT)
     python bench/gpu_check.py --dry-run      # CPU: tiny shapes through the Triton interpreter (checks the script)
@@ -6,15 +6,17 @@
 
 Stages, each saved to disk as soon as it finishes (a timeout keeps what ran):
 
-1. Correctness in bf16 (and fp32) against the pure-torch references (``tree_attention_reference``,
-   ``masked_attention_reference``): out, lse and all three gradients, for a tree with GQA and ragged lengths and
-   for a random per-head budget. FlexAttention on the same tree is measured against the same reference, as a
-   yardstick for what bf16 GPU attention error looks like. A tree row passes only if the Triton kernels ran
-   (the op's own call counters, forward and backward: unsupported inputs would run the PyTorch path).
-2. The replay backend end to end on CUDA (``attention="auto"`` must pick the kernels): loss and gradients of a
-   tiny Qwen3 GRPO-style step against eager; the loss is a ratio against fixed stored old log-probs plus a
-   log-prob term, so its value depends on the logits; the kernels must be what ran, forward and backward.
-3. Forward+backward time, G=8 completions of one prompt (4K-32K), interleaved round-robin, medians:
+1. ``tests``: the pass/fail checks, ``tests/test_gpu.py`` under pytest in a subprocess (its log and JUnit XML
+   beside the report, ``gpu_tests.log`` / ``gpu_tests.xml``; ``--dry-run`` runs it on the CPU with
+   ``REPLAYCOMPILE_GPU_DRY_RUN=1``): the Triton kernels (tree attention, a per-head budget, Sparrow's decode) and
+   the chunked log-probs against their pure-torch references in bf16 / fp32, FlexAttention's error on the same
+   tree beside them as a yardstick, and a replay GRPO step on the device against eager with the kernels forward
+   and backward. Each check's errors land in the report's correctness table. Needs pytest and hypothesis (the
+   ``[test]`` extra); without them the stage says so and the timings still run.
+2. ``step``: a bf16 GRPO step (Qwen3-shaped, 8 layers, hidden 1024, V=32000, G=8, 4K prompt, completions up to
+   512) with replay against eager ``logits_to_keep``, the loss sliced and over every position times the mask,
+   interleaved, medians, loss and gradients compared (bf16: loose tolerance).
+3. ``timings``: forward+backward time, G=8 completions of one prompt (4K-32K), interleaved round-robin, medians:
    the tree kernel; FlexAttention given the same mask (its BlockMask); SDPA on the unpacked batch [G, P + C]
    (the work replay removes); dense causal SDPA of the packed length N (the FLOP-rate yardstick). TFLOP/s at
    3.5x the forward's 4*D FLOPs per pair (backward = 2.5x forward), over visible token pairs (the tree's, or
@@ -29,26 +31,34 @@ timed tree variant did not run the Triton kernels, the target is "not measured",
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
+import pathlib
 import platform
-import statistics
+import subprocess
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 
-from replaycompile.kernels import block_sparse_attention as bsa
-from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, cdiv, tree_block_mask
-from replaycompile.kernels.block_sparse_reference import budget_visibility_mask, masked_attention_reference
-from replaycompile.kernels import tree_attention as tree_attention_module
-from replaycompile.kernels.tree_attention import tree_attention
-from replaycompile.kernels.tree_attention_reference import tree_attention_reference
-from replaycompile.models import behaviour_logprobs  # old log-probs of a perturbed copy of the model
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from replaycompile.kernels import block_sparse_attention as bsa  # noqa: E402
+from replaycompile.kernels.block_sparse import BlockLayout, tree_block_mask  # noqa: E402
+from replaycompile.kernels import tree_attention as tree_attention_module  # noqa: E402
+from replaycompile.kernels.tree_attention import tree_attention  # noqa: E402
+from replaycompile.testing.models import behaviour_logprobs  # noqa: E402 - old log-probs of a perturbed copy
+
+from common import branch_tree, rel, time_variants, visible_pairs  # noqa: E402
 
 T0 = time.perf_counter()
+ROW_MARK = "GPU_CHECK_ROW "  # tests/test_gpu.py prints each check's errors on such a line
 
 
 def log(msg: str) -> None:
@@ -56,28 +66,6 @@ def log(msg: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ trees
-
-
-def branch_tree(prompt: int, lens: list[int]):
-    """A prompt of ``prompt`` tokens and one completion per entry of ``lens`` hanging off its last token, in DFS
-    order: (subtree_end [N], seg_q, seg_kv_ptr, kv_ranges) as the runtime plan would build them."""
-    n = prompt + sum(lens)
-    se = torch.empty(n, dtype=torch.int64)
-    se[:prompt] = n
-    seg_q, ptr, ranges = [[0, prompt]], [0, 1], [[0, prompt]]
-    pos = prompt
-    for c in lens:
-        se[pos:pos + c] = pos + c
-        seg_q.append([pos, pos + c])
-        ranges += [[0, prompt], [pos, pos + c]]
-        ptr.append(len(ranges))
-        pos += c
-    t = lambda x: torch.tensor(x, dtype=torch.int64)  # noqa: E731
-    return se, t(seg_q).reshape(-1, 2), t(ptr), t(ranges).reshape(-1, 2)
-
-
-def visible_pairs(prompt: int, lens: list[int]) -> int:
-    return prompt * (prompt + 1) // 2 + sum(c * prompt + c * (c + 1) // 2 for c in lens)
 
 
 class Tree:
@@ -100,19 +88,9 @@ class Tree:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.double(), b.double()
-    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
-
-
 def ran_both(before) -> tuple[str | None, str | None]:
     """(forward, backward) tree-attention paths that ran since the snapshot ``before`` (the op's counters)."""
     return (tree_attention_module.ran_since(before, "forward"), tree_attention_module.ran_since(before, "backward"))
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def flex_fns(device):
@@ -136,140 +114,42 @@ def tree_block_mask_flex(create_block_mask, subtree_end, n, device):
 # ------------------------------------------------------------------------------------------------ stages
 
 
-def correctness(args, device, res, save):
-    g = torch.Generator(device="cpu").manual_seed(0)
-    cfgs = []
+def gpu_tests(args, device, res, save):
+    """Stage 1: tests/test_gpu.py under pytest in a subprocess; its rows (the errors each check measured) into the
+    report, its verdict into ``res["tests"]``."""
+    missing = [m for m in ("pytest", "hypothesis") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise RuntimeError(f"{' and '.join(missing)} not installed: the GPU tests (tests/test_gpu.py) need the "
+                           "[test] extra (pip install pytest hypothesis); the timing stages run without them")
+    out = pathlib.Path(args.out)
+    env = dict(os.environ)
     if args.dry_run:
-        cfgs.append(dict(dtype=torch.bfloat16, prompt=37, lens=[5, 9, 3], hq=4, hkv=2, d=16))
-        cfgs.append(dict(dtype=torch.float32, prompt=20, lens=[7, 4], hq=2, hkv=1, d=16))
-    else:
-        cfgs.append(dict(dtype=torch.bfloat16, prompt=1000, lens=[100 + 37 * i for i in range(8)], hq=8, hkv=2,
-                         d=128))
-        cfgs.append(dict(dtype=torch.bfloat16, prompt=777, lens=[90 + 51 * i for i in range(8)], hq=4, hkv=4, d=64))
-        cfgs.append(dict(dtype=torch.float32, prompt=500, lens=[60 + 17 * i for i in range(8)], hq=4, hkv=2, d=128))
-    flex = flex_fns(device)
-    for c in cfgs:
-        dt, d = c["dtype"], c["d"]
-        bq, bk = bsa.default_blocks(d, dt, device.type)
-        tree = Tree(c["prompt"], c["lens"], device, bq, bk)
-        n, scale = tree.n, 1 / math.sqrt(d)
-        q = torch.randn(1, c["hq"], n, d, generator=g).to(device, dt)
-        k = torch.randn(1, c["hkv"], n, d, generator=g).to(device, dt)
-        v = torch.randn(1, c["hkv"], n, d, generator=g).to(device, dt)
-        go = torch.randn(1, c["hq"], n, d, generator=g).to(device, dt)
-        qr, kr, vr = (x.float().requires_grad_() for x in (q, k, v))
-        ro, rl = tree_attention_reference(qr, kr, vr, tree.subtree_end, scale)
-        rgr = torch.autograd.grad(ro, (qr, kr, vr), go.float())
-        qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
-        before = tree_attention_module.calls_by_path()
-        out, lse = tree.attention(qs, ks, vs, scale)
-        grads = torch.autograd.grad(out, (qs, ks, vs), go)
-        ran = ran_both(before)
-        row = dict(case=f"tree {str(dt).replace('torch.', '')} N={n} Hq={c['hq']} Hkv={c['hkv']} D={d} "
-                   f"blocks={bq}x{bk}", ran=f"{ran[0]}/{ran[1]}", out=rel(out, ro),
-                   lse_max_abs=(lse - rl).abs().max().item(),
-                   dq=rel(grads[0], rgr[0]), dk=rel(grads[1], rgr[1]), dv=rel(grads[2], rgr[2]))
-        if flex is not None and dt != torch.float32:
-            try:
-                fa, cbm = flex
-                bm = tree_block_mask_flex(cbm, tree.subtree_end, n, device)
-                qf, kf, vf = (x.clone().requires_grad_() for x in (q, k, v))
-                fo = fa(qf, kf, vf, block_mask=bm, scale=scale, enable_gqa=True)
-                fg = torch.autograd.grad(fo, (qf, kf, vf), go)
-                row.update(flex_out=rel(fo, ro), flex_dq=rel(fg[0], rgr[0]), flex_dk=rel(fg[1], rgr[1]),
-                           flex_dv=rel(fg[2], rgr[2]))
-            except Exception as e:  # noqa: BLE001 - the yardstick is optional
-                row["flex_error"] = f"{type(e).__name__}: {e}"[:300]
-        tol = 1e-4 if dt == torch.float32 else 2e-2
-        worst = max(row["out"], row["dq"], row["dk"], row["dv"])
-        row["tolerance"] = tol
-        row["pass"] = bool(ran == ("triton", "triton") and worst <= tol
-                           and row["lse_max_abs"] <= (1e-3 if dt == torch.float32 else 2e-2))
-        res["correctness"].append(row)
-        log(f"correctness: {row}")
-        save()
-    # a random per-KV-head budget (Sparrow's pattern), bottom-right causal, Nq < Nk
-    nq, nk, hq, hkv, d = (40, 70, 4, 2, 16) if args.dry_run else (1500, 2600, 8, 2, 128)
-    dt = torch.bfloat16
-    bq, bk = bsa.default_blocks(d, dt, device.type)
-    sel = torch.rand(hkv, cdiv(nq, bq), cdiv(nk, bk), generator=g) < 0.5
-    lay = BlockLayout.from_block_masks(*causal_block_mask(nq, nk, bq, bk, sel), bq, bk, nq, nk).to(device)
-    q = torch.randn(1, hq, nq, d, generator=g).to(device, dt)
-    k = torch.randn(1, hkv, nk, d, generator=g).to(device, dt)
-    v = torch.randn(1, hkv, nk, d, generator=g).to(device, dt)
-    go = torch.randn(1, hq, nq, d, generator=g).to(device, dt)
-    qr, kr, vr = (x.float().requires_grad_() for x in (q, k, v))
-    ro, rl = masked_attention_reference(qr, kr, vr, budget_visibility_mask(sel, nq, nk, bq, bk), d ** -0.5)
-    rgr = torch.autograd.grad(ro, (qr, kr, vr), go.float())
-    qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
-    # use_triton=True has no PyTorch path: the kernels ran or this raised
-    out, lse = bsa.block_sparse_attention(qs, ks, vs, lay.tensors(), bq, bk, d ** -0.5, True)
-    grads = torch.autograd.grad(out, (qs, ks, vs), go)
-    finite = torch.isfinite(rl)
-    row = dict(case=f"budget bf16 Nq={nq} Nk={nk} Hq={hq} Hkv={hkv} D={d} per-head selection",
-               ran="triton/triton", out=rel(out, ro), lse_max_abs=(lse - rl)[finite].abs().max().item(),
-               dq=rel(grads[0], rgr[0]), dk=rel(grads[1], rgr[1]), dv=rel(grads[2], rgr[2]), tolerance=2e-2)
-    row["pass"] = bool(max(row["out"], row["dq"], row["dk"], row["dv"]) <= 2e-2 and row["lse_max_abs"] <= 2e-2)
-    res["correctness"].append(row)
-    log(f"correctness: {row}")
+        env["REPLAYCOMPILE_GPU_DRY_RUN"] = "1"
+    cmd = [sys.executable, "-m", "pytest", "tests/test_gpu.py", "-s", "-rA", "-p", "no:cacheprovider",
+           f"--junitxml={out / 'gpu_tests.xml'}"]
+    log(f"tests: {' '.join(cmd[1:])}")
+    with open(out / "gpu_tests.log", "w") as f:
+        try:
+            rc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                timeout=args.test_timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+    text = (out / "gpu_tests.log").read_text()
+    for line in text.splitlines():
+        if ROW_MARK in line:  # after pytest's progress dots, if any
+            row = json.loads(line.split(ROW_MARK, 1)[1])
+            if row.pop("stage") == "end_to_end":
+                res["end_to_end"] = row
+            else:
+                res["correctness"].append(row)
+    summary = [ln.strip("= ") for ln in text.splitlines() if ln.startswith("=") and
+               any(w in ln for w in ("passed", "failed", "error", "skipped"))]
+    res["tests"] = dict(returncode=rc, summary=summary[-1] if summary else None,
+                        failed=[ln for ln in text.splitlines() if ln.startswith(("FAILED", "ERROR"))])
+    log(f"tests: {res['tests']}")
     save()
-
-
-def end_to_end(args, device, res, save):
-    import replaycompile
-    from replaycompile.models import tiny_model
-
-    torch.manual_seed(0)
-    model = tiny_model("qwen3", "sdpa", hidden_size=256, intermediate_size=512, num_attention_heads=4,
-                       num_key_value_heads=2, head_dim=64, vocab_size=1024).to(device)
-    g = torch.Generator().manual_seed(1)
-    b, p, c = (4, 24, 8) if args.dry_run else (8, 500, 150)
-    prompt = torch.randint(1, 1024, (p,), generator=g)
-    rows, masks = [], []
-    for i in range(b):
-        n = c - (i % 3) * (c // 4)
-        rows.append(torch.cat([prompt, torch.randint(1, 1024, (n,), generator=g), torch.zeros(c - n, dtype=torch.long)]))
-        masks.append(torch.cat([torch.ones(p + n), torch.zeros(c - n)]))
-    ids, am = torch.stack(rows).to(device), torch.stack(masks).long().to(device)
-    adv = torch.randn(b, generator=g).to(device)
-
-    def logprobs(ids, am):
-        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
-        return logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
-
-    # stored rollout log-probs from other parameters (a perturbed copy of the policy, as after an optimizer step):
-    # the current model's log-probs plus noise would make exp(logp - old_logp) = exp(-noise) at evaluation, a
-    # loss value independent of the model
-    old_logp = behaviour_logprobs(model, ids, am, p, seed=2)
-
-    def step(ids, am, adv):
-        logp = logprobs(ids, am)
-        cm = am[:, p:].float()
-        return -((torch.exp(logp - old_logp) * adv[:, None] + 0.01 * logp) * cm).sum() / cm.sum()
-
-    def grads_of(fn):
-        model.zero_grad(set_to_none=True)
-        loss = fn(ids, am, adv)
-        loss.backward()
-        return loss.detach(), [q.grad.detach().clone() for q in model.parameters()]
-
-    ref = grads_of(step)
-    opts = {"inner": "aot_eager"}
-    if device.type != "cuda":
-        opts["attention"] = "triton"
-    before = tree_attention_module.calls_by_path()
-    got = grads_of(torch.compile(step, backend="replay", options=opts))
-    ran = ran_both(before)
-    st = replaycompile.last_stats()
-    worst = max(rel(a, b) for a, b in zip(got[1], ref[1]))
-    row = dict(case=f"replay GRPO step, tiny Qwen3 fp32 on {device.type}, B={b}, prompt {p}", applied=st["applied"],
-               attention_ran=f"{ran[0]}/{ran[1]}", stats_attention=st["attention"], tokens_in=st["tokens_in"],
-               tokens_computed=st["tokens_computed"], loss=ref[0].item(),
-               loss_rel=abs((got[0] - ref[0]).item()) / max(abs(ref[0].item()), 1e-30), worst_grad_rel=worst)
-    row["pass"] = bool(st["applied"] and ran == ("triton", "triton") and worst <= 1e-4 and row["loss_rel"] <= 1e-5)
-    res["end_to_end"] = row
-    log(f"end to end: {row}")
-    save()
+    if rc is None:
+        raise RuntimeError(f"tests/test_gpu.py ran past {args.test_timeout:.0f} s (its log: gpu_tests.log)")
 
 
 def step_timing(args, device, res, save):
@@ -278,7 +158,7 @@ def step_timing(args, device, res, save):
     writes for this loss: the LM head on the completions only) against ``backend="replay"`` with the same loss,
     interleaved, medians; loss and gradients of the two compared (bf16: loose tolerance)."""
     import replaycompile
-    from replaycompile.models import tiny_model
+    from replaycompile.testing.models import tiny_model
 
     dtype = torch.float32 if args.dry_run else torch.bfloat16
     shape = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
@@ -361,20 +241,6 @@ def step_timing(args, device, res, save):
             res["step"].append(row)
             log(f"step: {row}")
         save()
-
-
-def time_variants(variants: dict, reps: int, device) -> dict:
-    """Round-robin over variants, ``reps`` rounds after one warm-up round; median seconds per variant."""
-    times = {k: [] for k in variants}
-    for r in range(reps + 1):
-        for name, fn in variants.items():
-            sync(device)
-            t = time.perf_counter()
-            fn()
-            sync(device)
-            if r:
-                times[name].append(time.perf_counter() - t)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def timings(args, device, res, save, prompts, block_sweep=None):
@@ -478,16 +344,21 @@ def timings(args, device, res, save, prompts, block_sweep=None):
 
 
 def markdown(res: dict) -> str:
-    out = ["# GPU check: Triton block-sparse attention", "",
+    out = ["# GPU check: the GPU tests, the kernels' and a training step's timings", "",
            f"device: {res['device']}; torch {res['torch']}, triton {res['triton']}; wall {res.get('wall_s', 0):.0f}s", ""]
+    t = res.get("tests")
+    if t:
+        out += [f"Tests (tests/test_gpu.py, log in gpu_tests.log): {t['summary']} (pytest exit status "
+                f"{t['returncode']})"] + [f"- {ln}" for ln in t["failed"]] + [""]
+    e1 = lambda r, k: f"{r[k]:.1e}" if k in r else "-"  # noqa: E731 - a check without that quantity
     out += ["## Correctness (rel. L2 error vs the pure-torch reference; lse max abs)", "",
             "| case | ran fwd/bwd | out | lse | dq | dk | dv | flex out / dq / dk / dv | pass |",
             "|---|---|---|---|---|---|---|---|---|"]
     for r in res["correctness"]:
         fl = " / ".join(f"{r[k]:.1e}" for k in ("flex_out", "flex_dq", "flex_dk", "flex_dv")) if "flex_out" in r \
             else r.get("flex_error", "-")
-        out.append(f"| {r['case']} | {r['ran']} | {r['out']:.1e} | {r['lse_max_abs']:.1e} | {r['dq']:.1e} | "
-                   f"{r['dk']:.1e} | {r['dv']:.1e} | {fl} | {r['pass']} |")
+        out.append(f"| {r['case']} | {r['ran']} | {e1(r, 'out')} | {e1(r, 'lse_max_abs')} | {e1(r, 'dq')} | "
+                   f"{e1(r, 'dk')} | {e1(r, 'dv')} | {fl} | {r['pass']} |")
     if res.get("end_to_end"):
         e = res["end_to_end"]
         out += ["", f"End to end: {e['case']}: applied={e['applied']}, tree attention ran (fwd/bwd) "
@@ -541,10 +412,14 @@ def main(argv=None):
     ap.add_argument("--deadline", type=float, default=240.0, help="seconds after which no new prompt size starts")
     ap.add_argument("--sweep-blocks", action="store_true")
     ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes, Triton interpreter")
-    ap.add_argument("--stages", nargs="+", default=["correctness", "end_to_end", "timings", "step"],
-                    choices=["correctness", "end_to_end", "timings", "step"],
-                    help="which stages to run (default: all); a rerun after a fix can take only the failed one")
+    ap.add_argument("--stages", nargs="+", default=["tests", "step", "timings"],
+                    choices=["tests", "step", "timings", "correctness", "end_to_end"],
+                    help="which stages to run (default: all); a rerun after a fix can take only the failed one "
+                         "(correctness and end_to_end, the checks' former stages, name the tests)")
+    ap.add_argument("--test-timeout", type=float, default=300.0, help="seconds for tests/test_gpu.py")
     args = ap.parse_args(argv)
+    args.out = os.path.abspath(args.out)
+    args.stages = ["tests" if st in ("correctness", "end_to_end") else st for st in args.stages]
     device = torch.device("cuda" if torch.cuda.is_available() and not args.dry_run else "cpu")
     if device.type != "cuda" and not args.dry_run:
         sys.exit("gpu_check: no CUDA device; run with --dry-run to exercise the script on CPU")
@@ -554,7 +429,8 @@ def main(argv=None):
     import triton
     res = dict(device=torch.cuda.get_device_name() if device.type == "cuda" else f"CPU ({platform.processor()}), "
                "Triton interpreter", torch=torch.__version__, triton=triton.__version__, args=vars(args),
-               correctness=[], end_to_end=None, step=[], timings=[], block_sweep=[], skipped=[], errors=[])
+               tests=None, correctness=[], end_to_end=None, step=[], timings=[], block_sweep=[], skipped=[],
+               errors=[])
 
     def save():
         res["wall_s"] = time.perf_counter() - T0
@@ -563,8 +439,7 @@ def main(argv=None):
         with open(os.path.join(args.out, "gpu_check.md"), "w") as f:
             f.write(markdown(res))
 
-    stages = [("correctness", lambda: correctness(args, device, res, save)),
-              ("end to end", lambda: end_to_end(args, device, res, save)),
+    stages = [("tests", lambda: gpu_tests(args, device, res, save)),
               ("step", lambda: step_timing(args, device, res, save)),
               ("timings", lambda: timings(args, device, res, save, args.prompts))]
     stages = [st for st in stages if st[0].replace(" ", "_") in args.stages]
@@ -582,10 +457,10 @@ def main(argv=None):
             save()
     save()
     print(markdown(res))
-    ok = (all(r["pass"] for r in res["correctness"]) and not res["errors"]
-          and ("end_to_end" not in args.stages or (res["end_to_end"] or {}).get("pass", False))
+    ok = (not res["errors"] and all(r["pass"] for r in res["correctness"])
+          and ("tests" not in args.stages or (res["tests"] or {}).get("returncode") == 0)
           and all(r["pass"] for r in res["step"]))
-    log(f"wrote {args.out}/gpu_check.json and .md; correctness {'PASSED' if ok else 'FAILED'}")
+    log(f"wrote {args.out}/gpu_check.json and .md; checks {'PASSED' if ok else 'FAILED'}")
     return 0 if ok else 1
 
 

@@ -47,12 +47,12 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ROOT / ".torchinductor_cach
 import torch  # noqa: E402
 
 import replaycompile  # noqa: E402
-from replaycompile import memory  # noqa: E402
-from replaycompile.models import tiny_config, tiny_model  # noqa: E402
+from replaycompile.planning import memory  # noqa: E402
+from replaycompile.testing.models import tiny_config, tiny_model  # noqa: E402
 
 import long_context as lc  # noqa: E402
 import peers  # noqa: E402
-from replay_bench import PeakHeap, grpo_loss_from_logp, mlp_macs, model_variant, reference_config  # noqa: E402
+from common import PeakHeap, grpo_loss_from_logp, mlp_macs, model_variant, reference_config  # noqa: E402
 
 MAX_POS = 1 << 16
 
@@ -82,7 +82,7 @@ register_model("qwen3", ModelSpec("qwen3", reference_config(False)[0], reference
 
 
 def _register_variant(name: str, note: str):
-    # the reference shape in another family (replay_bench's variants); the window is a quarter of the reference
+    # the reference shape in another family (common.model_variant); the window is a quarter of the reference
     # prompt (256 tokens; --quick: 12 of the quick workloads' 48)
     full = model_variant(name, reference_config(False)[0], 1024)
     quick = model_variant(name, reference_config(True)[0], 48)
@@ -255,11 +255,11 @@ def _packed_tree_step(attention):
 
 
 def _padded_fits(ctx, w, variant):
-    """Skip a padded-batch baseline whose predicted peak passes the cap (replaycompile.memory's model)."""
+    """Skip a padded-batch baseline whose predicted peak passes the cap (replaycompile.planning.memory's model)."""
     comps = [w.stem + w.cmax] * w.group
     pred = memory.predict_peak_bytes(ctx.cfg, w.group, w.prompt, comps, variant=variant)
     if pred > ctx.max_bytes:
-        raise Skip(f"predicted peak {pred / 2**30:.1f} GiB (replaycompile.memory) passes the --max-gb cap "
+        raise Skip(f"predicted peak {pred / 2**30:.1f} GiB (replaycompile.planning.memory) passes the --max-gb cap "
                    f"{ctx.max_bytes / 2**30:.1f} GiB")
 
 
@@ -359,7 +359,7 @@ def flop_counts(cfg, batch, head_rows_replay: int | None = None) -> dict:
                    step)
     A sliding window W caps a query's keys at W (rows, Prefix Grouper and the ideal; the padded baselines still
     compute every pair)."""
-    from replaycompile.plan import build_plan
+    from replaycompile.runtime.plan import build_plan
 
     ids, am, _, old = batch
     ids, am = ids.cpu(), am.cpu()

@@ -16,16 +16,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 
 import torch
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from helpers import group_batch, run, step_loss  # noqa: E402
+from common import group_batch, run, step_loss  # the test suite's batch and GRPO step
 
 
 def main() -> None:

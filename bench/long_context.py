@@ -27,7 +27,7 @@ prints one JSON line): after two small warm-up steps (compilation), the high-wat
 malloc has handed out (mallinfo2: arenas + mmapped chunks, sampled every 0.5 ms) during one training step,
 above what was in use when the step began. The batch and the weights were allocated before, so they are not in
 it; the parameter gradients are (they are set to None before the step). A subprocess that passes a safety cap
-(``--max-gb``) stops itself and is reported as over the cap. Predictions of ``replaycompile.memory`` are printed
+(``--max-gb``) stops itself and is reported as over the cap. Predictions of ``replaycompile.planning.memory`` are printed
 beside every measured point.
 
 Then the longest prompt at G=8 that trains one step within a memory budget (``--budget-gb``), per variant, on a
@@ -64,10 +64,10 @@ os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ROOT / ".torchinductor_cach
 import torch  # noqa: E402
 
 import replaycompile  # noqa: E402
-from replaycompile import memory  # noqa: E402
-from replaycompile.planner import step_flops  # noqa: E402
-from replaycompile.models import tiny_config, tiny_model  # noqa: E402
-from replay_bench import PeakHeap, grpo_loss_from_logp  # noqa: E402
+from replaycompile.planning import memory  # noqa: E402
+from replaycompile.planning.planner import step_flops  # noqa: E402
+from replaycompile.testing.models import tiny_config, tiny_model  # noqa: E402
+from common import PeakHeap, grpo_loss_from_logp  # noqa: E402
 
 VARIANTS = ("eager", "eager_keep", "eager_rows", "eager_rows_ckpt", "prefix_grouper", "replay", "replay_ckpt",
             "replay_detach")
@@ -364,7 +364,7 @@ def run_measure(variant, length, model_name, args, abort_gb, timeout):
 # ---------------------------------------------------------------------------------------------------- FLOPs
 
 def flops(cfg, variant: str, prompt_len: int, comps: list[int], head_rows: int | None = None) -> float:
-    """Forward+backward FLOPs of one step for the rows the variant computes (``replaycompile.planner.step_flops``,
+    """Forward+backward FLOPs of one step for the rows the variant computes (``replaycompile.planning.planner.step_flops``,
     whose docstring has the count)."""
     return step_flops(cfg, variant, prompt_len, comps, head_rows)
 
@@ -507,7 +507,7 @@ def sweep(args, cfg, results):
                 times[v].append(dt)
                 log(f"{length:>6} {v:<14} rep {rep + 1}/{reps} (T={batch[0].shape[1]}): {dt:.2f} s")
         p_act, comps = shapes[0] if shapes else (length, mid_comps)
-        from replaycompile.plan import build_plan
+        from replaycompile.runtime.plan import build_plan
         ids, am = check[0], check[1]
         cp, ccomps = batch_shape(check)
         head_rows = int(build_plan(ids, am).select_columns(cp - 1, -1)[0].numel())
@@ -743,7 +743,7 @@ def main(argv=None):
         "interleaved reps, a new batch and T every step; check: loss and every parameter gradient vs eager_rows")
     log("# memory: per (variant, length) a subprocess of its own; peak = high-water mark of glibc malloc's "
         "in-use bytes (mallinfo2 arenas + mmapped chunks, sampled every 0.5 ms) during one step above its start "
-        "(batch and weights excluded, parameter gradients included); 'predicted' = replaycompile.memory")
+        "(batch and weights excluded, parameter gradients included); 'predicted' = replaycompile.planning.memory")
     results = dict(config=MODELS[args.model], model=args.model, group=args.group, cmin=args.cmin, cmax=args.cmax,
                    lengths=[], skipped=[], points=[], torch=torch.__version__)
     sweep(args, cfg, results)

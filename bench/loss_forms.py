@@ -26,7 +26,7 @@ stored old log-probs from a perturbed copy of the model (every parameter + 0.02 
 log-probs (form h) from a second one. One batch per run (no new T per step, unlike long_context.py: the point is
 the forms, not recompiles). One process; after one warm-up round (compiles; the exactness check runs on its
 results) the systems run round-robin per rep (order rotating), medians. Padded eager systems whose predicted
-peak (replaycompile.memory) passes --max-gb are skipped ("cap").
+peak (replaycompile.planning.memory) passes --max-gb are skipped ("cap").
 
     python bench/loss_forms.py --quick                         # smoke run: tiny model, prompt 64, aot_eager
     python bench/loss_forms.py                                 # prompt 1024, the reference model (README)
@@ -57,12 +57,12 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import replaycompile  # noqa: E402,F401 - the backend (also found through its entry point)
-from replaycompile import memory  # noqa: E402
+from replaycompile.planning import memory  # noqa: E402
 # stored rollout log-probs: a perturbed copy of the model (every parameter + scale * its std * N(0, 1)), no_grad
-from replaycompile.models import behaviour_logprobs, tiny_config, tiny_model  # noqa: E402
+from replaycompile.testing.models import behaviour_logprobs, tiny_config, tiny_model  # noqa: E402
 
 import long_context as lc  # noqa: E402
-from replay_bench import reference_config  # noqa: E402
+from common import reference_config  # noqa: E402
 
 LOW, HIGH = 0.8, 1.28  # the clip range (DAPO's asymmetric clip-higher)
 ENT_COEF, KL_COEF = 0.01, 0.04
@@ -310,7 +310,7 @@ def compiled(form: str, inner: str, options: dict | None = None, tag: str = ""):
 # ---------------------------------------------------------------------------------------------------- batch
 
 def _stored_logprobs(model, ids, am, P: int, seed: int):
-    """[B, C] completion log-probs of a perturbed copy of ``model`` (replaycompile.models.behaviour_logprobs), each
+    """[B, C] completion log-probs of a perturbed copy of ``model`` (replaycompile.testing.models.behaviour_logprobs), each
     row unpadded in a forward of its own (no [T, T] padding mask at long context), zeros at padding as a trainer
     stores them."""
     B, T = ids.shape
@@ -508,7 +508,7 @@ def main(argv=None):
     log(f"# loss forms: Qwen3-shaped {mcfg} ({mlabel}), fp32, G={G}, prompt {P}, completions {cmin}-{cmax} "
         f"(T={b['ids'].shape[1]}, C={b['C']}), replay inner={args.inner}, best={args.best}, reps={args.reps}, "
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
-    log("# old/ref log-probs: replaycompile.models.behaviour_logprobs (perturbed copies, 0.02 std, seeds 1 and 2)")
+    log("# old/ref log-probs: replaycompile.testing.models.behaviour_logprobs (perturbed copies, 0.02 std, seeds 1 and 2)")
     systems, plan = build_systems(args.forms, args)
     skipped = {}
     for name, s in systems.items():

@@ -106,7 +106,7 @@ def prefix_grouper_logp(model, ids, am, prompt_len: int):
 #
 # AReaL's and TRL's tree packing: the batch's rows become one packed row holding each distinct token once (a
 # prefix tree in depth-first order, positions = depth), attention restricted to each token's ancestors. The
-# packing here is replaycompile.plan.build_plan (the data pipeline's part; any trie builder gives the same
+# packing here is replaycompile.runtime.plan.build_plan (the data pipeline's part; any trie builder gives the same
 # layout); what differs between the two peers is how the attention sees the tree:
 #
 # - dense: an [N, N] boolean mask through SDPA (what runs on any device; every (query, key) pair is computed)
@@ -156,7 +156,7 @@ def packed_tree_logp(model, ids, am, prompt_len: int, attention: str = "dense"):
     """Per-token log-probs of the completions ([B, C], zero where padded) computed on the batch packed as a
     prefix tree, the attention restricted by the tree (``attention``: "dense" or "flex"); the LM head runs on the
     distinct predicting rows only."""
-    from replaycompile.plan import build_plan
+    from replaycompile.runtime.plan import build_plan
 
     plan = build_plan(ids, am)
     dev = ids.device

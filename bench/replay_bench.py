@@ -17,161 +17,23 @@ allocator caches after frees, so variants run in one process compare.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import json
 import os
 import statistics
 import sys
-import threading
 import time
 
 import torch
 import torch.nn.functional as F
 
 import replaycompile
-from replaycompile.models import behaviour_logprobs, tiny_model
+from replaycompile.testing.models import tiny_model
 
+from common import (MODELS, PeakHeap, build_variants, make_batch, make_loss_full, mlp_macs, model_variant,
+                    reference_config, with_old_logprobs)
 
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
-
-
-_libc = ctypes.CDLL("libc.so.6")
-_libc.mallinfo2.restype = _MallInfo2
-
-
-def heap_in_use() -> int:
-    """Bytes malloc has handed out and not got back (all arenas, mmapped chunks included). Unlike RSS it
-    does not keep memory that the allocator caches after a free, so variants run in one process compare."""
-    m = _libc.mallinfo2()
-    return m.uordblks + m.hblkhd
-
-
-class PeakHeap:
-    """High-water mark of heap_in_use() above the starting point, sampled every 0.5 ms in a thread.
-
-    With ``tensors=True`` the step also runs under torch's profiler recording memory events, and ``delta`` is the
-    larger of the sampled heap peak and the exact peak of tensor bytes allocated above the start
-    (``tensor_delta``). The sampler alone can miss a short-lived buffer when the machine is loaded (it read 86 MB
-    for a step whose tensors alone peak at 137 MB: the LM head's M x V logits came and went between samples);
-    the tensor peak is deterministic but leaves out what is not a tensor (inductor's kernels' scratch, about 20 MB
-    on a tiny packed step), so neither alone is the heap's peak."""
-
-    def __init__(self, tensors: bool = False):
-        self.tensors = tensors
-
-    def __enter__(self):
-        self.base = heap_in_use()
-        self.peak = self.base
-        self._stop = False
-        self._prof = None
-        if self.tensors:
-            from torch.profiler import ProfilerActivity, profile
-            self._prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
-            self._prof.__enter__()
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
-        return self
-
-    def _run(self):
-        while not self._stop:
-            self.peak = max(self.peak, heap_in_use())
-            self._sampled()
-            time.sleep(0.0005)
-
-    def _sampled(self):
-        """Called after every sample (subclasses act on the peak so far)."""
-
-    def __exit__(self, *exc):
-        self._stop = True
-        self._t.join()
-        self.peak = max(self.peak, heap_in_use())
-        self.delta = self.peak - self.base
-        self.tensor_delta = None
-        if self._prof is not None:
-            self._prof.__exit__(*exc)
-            self.tensor_delta = tensor_peak(self._prof)
-            self.delta = max(self.delta, self.tensor_delta)
-
-
-def tensor_peak(prof) -> int:
-    """Peak of tensor bytes allocated minus freed since the profiler started, from its memory events in time
-    order (a free of a tensor allocated before the start counts negative, so this is the rise above the start)."""
-    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
-                    key=lambda e: e.start_ns())
-    now = peak = 0
-    for e in events:
-        now += e.nbytes()
-        peak = max(peak, now)
-    return peak
-
-
-def make_batch(group: int, prompt_len: int, cmin: int, cmax: int, vocab: int, share: bool, seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    prompt = torch.randint(3, vocab, (prompt_len,), generator=g)
-    lens = torch.randint(cmin, cmax + 1, (group,), generator=g)
-    t = prompt_len + cmax
-    ids = torch.zeros(group, t, dtype=torch.long)
-    am = torch.zeros(group, t, dtype=torch.long)
-    for i in range(group):
-        p = prompt if share else torch.randint(3, vocab, (prompt_len,), generator=g)
-        ids[i, :prompt_len] = p
-        ids[i, prompt_len:prompt_len + lens[i]] = torch.randint(3, vocab, (int(lens[i]),), generator=g)
-        am[i, :prompt_len + lens[i]] = 1
-    adv = torch.randn(group, generator=g)
-    return ids, am, adv
-
-
-def with_old_logprobs(model, batch, P: int):
-    """The batch plus the rollout policy's log-probs of the completion tokens: those of a perturbed copy of the model
-    (``replaycompile.models.behaviour_logprobs``, as after an optimizer step; one row per forward), so the clipped
-    ratio and the loss value depend on the model's logits."""
-    ids, am, adv = batch
-    return ids, am, adv, behaviour_logprobs(model, ids, am, P, seed=7, rows=1)
-
-
-def grpo_loss_from_logp(logp, old_logp, adv, cmask):
-    """Per-token GRPO (ratio against the rollout's log-probs, clipped), masked mean over completion tokens."""
-    ratio = torch.exp(logp - old_logp)
-    obj = torch.minimum(ratio * adv[:, None], ratio.clamp(0.8, 1.2) * adv[:, None])
-    return -(obj * cmask).sum() / cmask.sum()
-
-
-def make_loss_full(P: int):
-    """The GRPO step as a user writes it: full logits, then the completion positions."""
-    def loss_full(model, ids, am, adv, old_logp):
-        logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
-        logp = logits[:, P - 1:-1].float().log_softmax(-1).gather(-1, ids[:, P:, None]).squeeze(-1)
-        return grpo_loss_from_logp(logp, old_logp, adv, am[:, P:].float())
-    return loss_full
-
-
-def build_variants(model, prompt_len: int, completion_len: int):
-    P, C = prompt_len, completion_len
-    loss_full = make_loss_full(P)
-
-    def loss_keep(model, ids, am, adv, old_logp):
-        logits = model(input_ids=ids, attention_mask=am, use_cache=False, logits_to_keep=C + 1).logits[:, :-1]
-        logp = logits.float().log_softmax(-1).gather(-1, ids[:, P:, None]).squeeze(-1)
-        return grpo_loss_from_logp(logp, old_logp, adv, am[:, P:].float())
-
-    replay_model = torch.compile(model, backend="replay")
-
-    def loss_replay_model_only(model, ids, am, adv, old_logp):
-        return loss_full(replay_model, ids, am, adv, old_logp)
-
-    return {
-        "eager (full logits, as written)": loss_full,
-        "eager logits_to_keep (TRL baseline)": loss_keep,
-        "plain inductor": torch.compile(loss_full),
-        "replay exact": torch.compile(loss_full, backend="replay"),
-        "replay detach_prefix (approximate)": torch.compile(loss_full, backend="replay",
-                                                            options={"mode": "detach_prefix"}),
-        "replay, model compiled alone": loss_replay_model_only,
-    }
+KEEP = "eager logits_to_keep (TRL baseline)"
 
 
 def step(fn, model, batch):
@@ -184,53 +46,6 @@ def step(fn, model, batch):
 
 def grads(model):
     return torch.cat([p.grad.reshape(-1) for p in model.parameters() if p.grad is not None])
-
-
-def reference_config(quick: bool = False):
-    """The reference configuration (Qwen3-shaped model config, and G, prompt length, completion length range);
-    ``quick``: a small one for smoke runs. Shared with the other benchmarks that compare on it."""
-    if quick:
-        cfg = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                   head_dim=16, intermediate_size=192, vocab_size=2000)
-        return cfg, (8, 256, 16, 32)
-    cfg = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-               head_dim=64, intermediate_size=768, vocab_size=32000)
-    return cfg, (8, 1024, 64, 128)
-
-
-def model_variant(name: str, cfg: dict, prompt_len: int):
-    """The model families the benchmark runs on the reference workload, each the reference shape: ``qwen3`` (dense),
-    ``qwen3_moe`` (8 experts, top-2, experts half as wide, so a token's active MLP FLOPs equal the dense model's),
-    ``mistral_window`` (Mistral, every layer a sliding window of a quarter of the prompt). Returns the HF family
-    and the config overrides."""
-    if name == "qwen3":
-        return "qwen3", dict(cfg)
-    if name == "qwen3_moe":
-        return "qwen3_moe", dict(cfg, num_experts=8, num_experts_per_tok=2,
-                                 moe_intermediate_size=cfg["intermediate_size"] // 2, norm_topk_prob=True,
-                                 decoder_sparse_step=1, mlp_only_layers=[])
-    if name == "mistral_window":
-        return "mistral", dict(cfg, sliding_window=prompt_len // 4)
-    raise ValueError(f"unknown --model {name!r}; choose from {MODELS}")
-
-
-MODELS = ("qwen3", "qwen3_moe", "mistral_window")
-KEEP = "eager logits_to_keep (TRL baseline)"
-
-
-def mlp_macs(cfg, layer: int) -> int:
-    """Multiply-adds per token of layer ``layer``'s MLP (``cfg``: a transformers config or a dict of its fields):
-    dense gate/up/down, or a sparse MoE layer's routed experts and router (Qwen3-MoE's rule for which layers are
-    sparse: ``decoder_sparse_step``, ``mlp_only_layers``; Mixtral-style configs name ``num_local_experts``)."""
-    get = cfg.get if isinstance(cfg, dict) else lambda k, d=None: getattr(cfg, k, d)
-    h = get("hidden_size")
-    experts = get("num_experts") or get("num_local_experts") or 0
-    sparse = (experts > 0 and layer not in (get("mlp_only_layers") or [])
-              and (layer + 1) % (get("decoder_sparse_step") or 1) == 0)
-    if not sparse:
-        return 3 * h * get("intermediate_size")
-    return get("num_experts_per_tok") * 3 * h * (get("moe_intermediate_size") or get("intermediate_size")) \
-        + h * experts
 
 
 def _flops(mcfg: dict, G: int, P: int, t_all: int, lens: list, tokens_packed: int, head_rows: int):
@@ -356,7 +171,7 @@ def main(argv=None):
             continue
         tokens_packed = info["replay exact"]["stats"]["tokens_computed"]
         # rows the packed LM head runs on: the unique tokens of the loss's slice [P-1, -1) (what the rewrite selects)
-        from replaycompile.plan import build_plan
+        from replaycompile.runtime.plan import build_plan
         head_rows = int(build_plan(ids, am).select_columns(P - 1, -1)[0].numel())
         t_all = ids.shape[1]
         eager_flops, replay_flops = _flops(r["cfg"], G, P, t_all, am.sum(1).tolist(), tokens_packed,

@@ -3,7 +3,7 @@
     python bench/sparrow_bench.py            # 4K / 16K / 32K contexts, batch 1 and 8, calibration up to 32K
     python bench/sparrow_bench.py --quick    # 2K / 4K, a smoke run
 
-Model: the hand-set recall model (``replaycompile.retrieval``: Llama-shaped, 8 layers, 2 query / 1 KV heads,
+Model: the hand-set recall model (``replaycompile.sparrow.retrieval``: Llama-shaped, 8 layers, 2 query / 1 KV heads,
 head_dim 128, fp32); Sparrow keeps layers 0-1 dense and decodes layers 2-7 sparsely.
 
 1. **Calibration**: recall sequences as long as the largest context, with ``--windows-per-bin`` query windows
@@ -37,8 +37,8 @@ import time
 
 import torch
 
-from replaycompile.retrieval import recall_sequences, retrieval_model
-from replaycompile.rollout import DecodeSession
+from replaycompile.sparrow.retrieval import recall_sequences, retrieval_model
+from replaycompile.sparrow.rollout import DecodeSession
 from replaycompile.sparrow import SparrowSchedule, acceptance_summary, calibrate, calibration_windows, measure_windows
 
 T0 = time.perf_counter()

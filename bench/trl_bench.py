@@ -44,11 +44,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from replay_bench import make_batch, reference_config  # noqa: E402
+from common import make_batch, reference_config  # noqa: E402
 from trl_grpo import tiny_tokenizer  # noqa: E402
 
 from replaycompile.integrations.trl import compile_trainer  # noqa: E402
-from replaycompile.models import tiny_model  # noqa: E402
+from replaycompile.testing.models import tiny_model  # noqa: E402
 
 
 def trainer_for(model, vocab: int, G: int, C: int, **config):
@@ -71,7 +71,7 @@ def inputs_for(trainer, ids, am, adv, P: int):
     """The batch in the format ``_compute_loss`` takes; old log-probs from TRL's own path, run on a perturbed copy of
     the policy (as after an optimizer step). The policy's own log-probs plus noise would make the ratio exp(-noise)
     and the loss value independent of the model, so "equal logged losses" would mean nothing."""
-    from replaycompile.models import perturbed_copy
+    from replaycompile.testing.models import perturbed_copy
 
     prompt_ids, completion_ids = ids[:, :P], ids[:, P:]
     prompt_mask, completion_mask = am[:, :P], am[:, P:]
@@ -179,7 +179,7 @@ def main(argv=None):
               f"{med[strong] / med[name]:.2f}x | {d['loss']:.8f} | {d['loss_rel']:.1e} | "
               f"{d['grad_rel']:.1e} | {d['entropy_rel']:.1e} |")
     st = info["replay (compile_trainer)"]["stats"]
-    from replaycompile.plan import build_plan
+    from replaycompile.runtime.plan import build_plan
     head_rows = int(build_plan(ids, am).select_columns(P - 1, -1)[0].numel())
     T = ids.shape[1]
     print()

@@ -252,7 +252,7 @@ def main(argv=None) -> int:
 
     sys.path.insert(0, HERE)
     import transformers
-    from replay_bench import reference_config
+    from common import reference_config
     from verl.workers.utils.losses import ppo_loss
 
     from replaycompile.integrations.verl import compile_engine

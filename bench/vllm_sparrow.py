@@ -9,7 +9,7 @@ Per model (saved once as safetensors; vLLM loads it from the folder, ``skip_toke
 
 * ``qwen3``: a tiny random Qwen3 with head_dim 64 (the throughput target's model). Random weights attend nearly
   uniformly, so its acceptance says little; it is reported, not relied on.
-* ``recall``: ``replaycompile.retrieval``'s hand-set recall model (Llama-shaped, head_dim 128, real retrieval
+* ``recall``: ``replaycompile.sparrow.retrieval``'s hand-set recall model (Llama-shaped, head_dim 128, real retrieval
   heads) on its recall prompts, where a missed page changes the next token: the acceptance that matters.
 
 1. **Calibration from vLLM's dense rollouts**: stock vLLM samples the calibration prompts (seed 1); the HF model
@@ -71,7 +71,7 @@ def save_model(kind: str, folder: pathlib.Path, max_len: int):  # noqa: D401
                           tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, dtype="float32")
         model = Qwen3ForCausalLM(cfg)
     elif kind == "recall":
-        from replaycompile.retrieval import retrieval_model
+        from replaycompile.sparrow.retrieval import retrieval_model
 
         model = retrieval_model()
     else:
@@ -85,7 +85,7 @@ def prompts_for(kind: str, count: int, length: int, seed: int) -> list[list[int]
     if kind == "qwen3":
         g = torch.Generator().manual_seed(seed)
         return torch.randint(2, 512, (count, length), generator=g).tolist()
-    from replaycompile.retrieval import recall_sequences
+    from replaycompile.sparrow.retrieval import recall_sequences
 
     seqs, _ = recall_sequences(count, length - 64, window=64, seed=seed)  # planted pairs, queries at the end
     return seqs.tolist()
@@ -184,7 +184,7 @@ def dense_logprobs(model, prompt: list[int], gens: list[list[int]], chunk: int =
 
 
 def alpha(dense_lp: torch.Tensor, sparse_lp: torch.Tensor) -> torch.Tensor:
-    """sum_x min(p_dense, p_sparse) per position (the acceptance of ``replaycompile.acceptance``, on log-probs)."""
+    """sum_x min(p_dense, p_sparse) per position (the acceptance of ``replaycompile.sparrow.acceptance``, on log-probs)."""
     return torch.minimum(dense_lp.exp(), sparse_lp.exp()).sum(-1)
 
 

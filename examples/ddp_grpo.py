@@ -23,7 +23,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from grpo_loop import train  # noqa: E402
 
-from replaycompile.models import tiny_model  # noqa: E402
+from replaycompile.testing.models import tiny_model  # noqa: E402
 
 
 def main(argv=None):

@@ -17,7 +17,7 @@ import time
 import torch
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 
 
 def rollouts(model, prompts: torch.Tensor, group: int, new_tokens: int, gen: torch.Generator):

@@ -5,7 +5,7 @@ learns on a CPU in minutes.
     python examples/sparrow_grpo.py --steps 3 --quick   # what the test suite runs
     python examples/sparrow_grpo.py --rollout-only      # the rollout phase at 16K/32K, batch 8: Sparrow vs dense
 
-The task (``replaycompile.retrieval``): a context of filler tokens with (key, value) pairs planted in it ends with
+The task (``replaycompile.sparrow.retrieval``): a context of filler tokens with (key, value) pairs planted in it ends with
 a key; the completion must give its value, and every later key the policy emits must be followed by that key's
 value. The reward is the share of those answers that are right (exact match, checkable).
 
@@ -47,9 +47,10 @@ import time
 import torch
 
 import replaycompile
-from replaycompile import rollout, sparrow
+from replaycompile import sparrow
+from replaycompile.sparrow import rollout
 from replaycompile.kernels.block_sparse import cdiv
-from replaycompile.retrieval import first_window_start, recall_sequences, weakened_recall_model
+from replaycompile.sparrow.retrieval import first_window_start, recall_sequences, weakened_recall_model
 
 log = logging.getLogger("sparrow_grpo")
 
@@ -509,9 +510,9 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if args.rollout_only:
         defaults = dict(steps=2, prompts=2, group=4, contexts=[16384, 32768], new_tokens=64, bin_tokens=4096,
-                        # with the bound page score the answer page ranks first (bench/sparrow_p5_diag.py) and 2 pages
-                        # met every bin to 32K out of sample; 0 and 1 let calibration find the floor, 8-32 leave room
-                        # for a policy that retrieves less sharply
+                        # with the bound page score the answer page ranks first (docs/benchmarks.md#investigations)
+                        # and 2 pages met every bin to 32K out of sample; 0 and 1 let calibration find the floor, 8-32
+                        # leave room for a policy that retrieves less sharply
                         candidates=[0, 1, 2, 4, 8, 16, 32], out="bench/out")
         if args.quick:
             defaults.update(steps=1, prompts=1, group=2, contexts=[256, 384], new_tokens=8, bin_tokens=128,

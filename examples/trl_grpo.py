@@ -66,7 +66,7 @@ def build_trainer(*, vocab_size: int = 256, hidden: int = 64, layers: int = 2, n
     no reporting, no checkpoints. Extra keywords go to ``GRPOConfig``."""
     from trl import GRPOConfig, GRPOTrainer
 
-    from replaycompile.models import tiny_model
+    from replaycompile.testing.models import tiny_model
 
     if model is None:
         heads = max(hidden // 16, 2)

@@ -5,8 +5,10 @@ Graph passes of the replay backend, in the order ``backend.ReplayGraph`` runs th
 1. ``sink_slices.sink_slices``, ``inline_checkpoint.inline_checkpoints``: semantics-preserving clean-ups.
 2. ``region.analyze``: facts (``attention_sites``, ``roles``), then the decision (each node's ``Kind``, or the
    reason the graph is declined). No mutation.
-3. ``rewrite.rewrite``: the packed graph, and the contract of its extra inputs (``PackedGraph.inputs``).
-4. ``mask_check.MaskVerifier`` (tools in ``mask_probe``): the attention masks verified across calls.
+3. ``rewrite.rewrite``: the packed graph, and the contract of its extra inputs (``PackedGraph.extra_inputs``;
+   ``replaycompile.runtime.inputs`` builds them per call).
+4. ``mask_probe``: the mask subgraphs the runtime's ``MaskVerifier`` (``replaycompile/runtime/masks.py``)
+   evaluates across calls.
 
 ``sparrow_rewrite.rewrite_decode`` rewrites decode steps for Sparrow. ``nodes`` is their shared vocabulary.
 Every pass counts what it did in ``torch._dynamo.utils.counters["replay"]``.

@@ -15,7 +15,7 @@ does not know) keeps every position: the space is not refined.
 
 The result is a ``KeepExpr`` per space: a tree of ``("all",)``, ``("and", weight index, rank, child)`` and
 ``("or", children)``; ``keep_positions`` evaluates it on the weights' runtime values to a ``[B, K]`` bool. Passes
-know graphs; the runtime (``rewrite.PackedGraph.inputs``) evaluates the weights with ``weights_gm`` and hands the
+know graphs; the runtime (``replaycompile.runtime.inputs``) evaluates the weights with ``weights_gm`` and hands the
 result to the plan, which drops the tokens no kept position reads.
 
 Where the result comes out non-finite with zeros read at the dropped positions (a loss that divides by the

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx as fx
 
-from .nodes import BT, B, T, Kind, op_name, shape
+from .nodes import BT, B, T, Kind, op_name, shape, val
 
 COUNTER = "recurrent_layers_per_row"  # torch._dynamo.utils.counters["replay"][COUNTER]: layers computed per row
 PROBE_COUNTER = "per_row_layers_probed"  # layers whose causality per row was checked on a call's shapes
@@ -128,10 +128,6 @@ def same_class_sublayers(gm: fx.GraphModule, classes) -> dict:
     return out
 
 
-def _val(n: fx.Node):
-    return n.meta.get("example_value", n.meta.get("val"))
-
-
 def admit_output(x: fx.Node, user: fx.Node, a, same_size, decline) -> bool:
     """Let ``x``, a row value (computed from replayed activations) that ``user`` reads, re-enter the packed
     region when it is the ``[B, T, ...]`` output of a layer computed per row and ``user`` is outside that
@@ -145,7 +141,7 @@ def admit_output(x: fx.Node, user: fx.Node, a, same_size, decline) -> bool:
     if inner is not None and inner[0] == layer[0]:
         return False  # still inside the layer: it runs per row
     path, name = layer
-    v = _val(x)
+    v = val(x)
     shape = tuple(v.shape) if isinstance(v, torch.Tensor) else None
     flat = shape is not None and len(shape) >= 1 and same_size(shape[0], a.batch * a.seq)
     if not flat and not (shape is not None and len(shape) >= 2 and same_size(shape[0], a.batch)
@@ -250,7 +246,7 @@ def verify_per_row(gm: fx.GraphModule, a, args, placeholders: list, concrete) ->
         probes = []
         for x in ext:
             if a.kind.get(x) == Kind.PACKED:
-                sh, v = concrete(x), _val(x)
+                sh, v = concrete(x), val(x)
                 if sh is None or not isinstance(v, torch.Tensor) or not v.is_floating_point():
                     return f"layer `{path}` ({cls}) reads `{x.name}`, which the causality probe cannot stand in for"
                 probes.append(x)
@@ -611,7 +607,7 @@ def verify_tree_scan(gm: fx.GraphModule, a, sites: dict, args, placeholders: lis
         for x in ext:
             if x.op == "placeholder":
                 values[x] = args[pos[x]]
-        sh, v = concrete(site.hidden), _val(site.hidden)
+        sh, v = concrete(site.hidden), val(site.hidden)
         if sh is None or not isinstance(v, torch.Tensor):
             bad[path] = "the check of the tree scan against the layer could not size its input"
             continue

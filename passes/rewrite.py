@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx as fx
 
-from replaycompile import ops
+from replaycompile.kernels import packing as ops
 from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
 from replaycompile.kernels.block_sparse_attention import default_blocks
@@ -29,7 +29,7 @@ import replaycompile.kernels.ssd_tree  # noqa: F401 - registers replaycompile::m
 import replaycompile.kernels.tree_scan  # noqa: F401 - registers replaycompile::gated_deltanet_tree
 
 from . import key_selection
-from .loss_weights import keep_positions, space_weights
+from .loss_weights import space_weights
 from .nodes import LINEAR, B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
 from .region import GraphAnalysis, is_expand, is_reshape, packed_reshape
 from .roles import NEW_TENSOR_NAMES
@@ -38,7 +38,7 @@ from .selected_tokens import selected_only, token_axis
 log = logging.getLogger("replaycompile")
 
 # Rows of logits per chunk of the fused LM head: about this many bytes of float32 logits at a time
-LM_HEAD_CHUNK_BYTES = 64 << 20
+LM_HEAD_CHUNK_BUFFER_BYTES = 64 << 20
 # detach_prefix's shared stream (no autograd, nothing saved) runs each stretch of per-token ops between two
 # attentions in chunks of its tokens, so a stretch's widest intermediates (the MLP's) exist for one chunk at a
 # time: chunks of about this many bytes of the stretch's outputs, at most MAX_SHARED_CHUNKS (unrolled in the graph)
@@ -74,7 +74,8 @@ def choose_blocks(a: GraphAnalysis, attention: str, device: str) -> tuple[int, i
 
 @dataclass
 class PackedGraph:
-    """The packed graph and the contract of its inputs: the original ones, then ``inputs(args, plan, split)``."""
+    """The packed graph and the contract of its inputs: the original ones, then what
+    ``replaycompile.runtime.inputs.packed_inputs(packed, args, plan, split)`` builds per call."""
     gm: fx.GraphModule
     detach_prefix: bool             # two streams: S without autograd, R with it (plan.SharedSplit)
     blocks: tuple[int, int] | None  # (block_q, block_k) of the tree's block layout (Triton attention), or None
@@ -97,142 +98,18 @@ class PackedGraph:
     selected_nodes: int = 0
     selected_attention: int = 0
     # slice spaces whose tokens the loss may weigh by zero (passes/loss_weights.py): space -> KeepExpr over the
-    # outputs of ``weights_gm`` (the weights, from the graph's inputs); ``inputs`` drops the tokens that no kept
+    # outputs of ``weights_gm`` (the weights, from the graph's inputs); the runtime drops the tokens that no kept
     # position reads
     space_keep: dict = field(default_factory=dict)
     weights_gm: fx.GraphModule | None = field(default=None, repr=False)
     # spaces of the vocabulary gathers' logits (the LM head's rows: ``head_rows``)
     head_spaces: tuple = ()
-    # what the last ``inputs`` call found: {"sizes": tokens per space, "positions_dropped", "tokens_dropped"}
-    last: dict = field(default_factory=dict, repr=False)
     # context parallelism (a "cp" input): (rank, world, 0), set by the backend; the shards are the plan's
     cp: tuple | None = None
     # detach_prefix: the chunks its shared stream's stretches run in (1: whole), and the widest stretch's output
     # bytes per token, which chose it (``shared_stream_chunks``)
     shared_chunks: int = 1
     shared_bytes_per_token: float = 0.0
-
-    def inputs(self, args, plan, split=None) -> list:
-        """The packed graph's inputs after the original ``args``, in ``extra_inputs`` order, from the batch's
-        ``plan`` (``plan.ReplayPlan``) or, for detach_prefix, its shared-first ``split`` (``plan.SharedSplit``)."""
-        src = split if split is not None else plan
-        bound: dict = {}
-        if self.bounds_gm is not None:
-            nodes = [x for sb in self.slice_bounds for x in sb if isinstance(x, fx.Node)]
-            bound = dict(zip(nodes, (int(v) for v in self.bounds_gm(*args))))
-        slices = iter(self.slice_bounds)
-        # per packed space: its scatter [B, K] and its token count (the fused LM head's pairs come from them)
-        scatters = [src.scatter_index]
-        sizes = [plan.num_packed]
-        sel_shared: dict = {}                # slice space -> its selected shared tokens (detach_prefix)
-        sel_index: dict = {}                 # slice space -> its selected tokens (indices into space 0)
-        weights = None
-        dropped = [0, 0]                     # positions whose weights are all zero, tokens no kept position reads
-        out = []
-        shards = owner = None
-        cp_share = None                      # (this rank's tokens, the tokens split) under context parallelism
-        for what in self.extra_inputs:
-            if what == "plan":
-                out.extend(getattr(src, n) for n in (SPLIT_INPUTS if split is not None else PLAN_INPUTS))
-            elif what in ("cp", "cp_shared"):
-                # this rank's share of the packed tokens, or under detach_prefix of the shared tokens (the branch
-                # tokens whole on each rank)
-                from replaycompile.context_parallel import context_shards, query_segments, shared_tree
-
-                tree, gather, columns = (plan, plan.gather_index, plan.columns) if what == "cp" else \
-                    (shared_tree(split), split.gather_s, split.columns_s)
-                rank, world, _ = self.cp
-                shards = context_shards(tree, world)
-                mine = shards.index[rank]
-                owner = torch.empty(tree.num_packed, dtype=torch.int64)
-                for r, ix in enumerate(shards.index):
-                    owner[ix] = r
-                out.extend([gather[mine], columns[mine], torch.empty(shards.size - mine.numel(), dtype=torch.int64),
-                            shards.order, *query_segments(tree, mine)])
-                if what == "cp":
-                    sizes[0] = int(mine.numel())
-                cp_share = (int(mine.numel()), tree.num_packed, "packed" if what == "cp" else "shared")
-            elif what == "layout":
-                lay = split.block_layout_s(*self.blocks) if split is not None else plan.block_layout(*self.blocks)
-                out.extend(lay.tensors())
-            elif what == "slice":
-                start, stop = (bound.get(x, x) for x in next(slices))
-                sel = src.select_columns(start, stop)
-                keep_expr = self.space_keep.get(len(sizes)) if split is None else None
-                if keep_expr is not None:
-                    if weights is None:
-                        weights = list(self.weights_gm(*args))
-                    keep = keep_positions(keep_expr, weights, *sel[1].shape)
-                    index, scatter, n_pos, n_tok = plan.refine_selection(sel[0], sel[1], keep)
-                    sel = (index, scatter)
-                    dropped[0] += n_pos
-                    dropped[1] += n_tok
-                if shards is not None:
-                    # this rank's tokens of the slice (indices into its own tokens), the scatter as it is (it
-                    # reads the gathered slice), then the slice's padding and gathered order (detach_prefix: of
-                    # its shared tokens; the branch tokens' index as it is)
-                    rank, world, _ = self.cp
-                    own = owner[sel[0]]
-                    mine = torch.nonzero(own == rank).reshape(-1)
-                    counts = [int((own == r).sum()) for r in range(world)]
-                    # a rank that holds none of the slice's tokens computes one of its own tokens there, read by
-                    # nothing (no position points at it, the gathered order skips it): no op meets an empty slice
-                    held = [max(c, 1) for c in counts]
-                    size = max(held)
-                    order = torch.empty(sel[0].numel(), dtype=torch.int64)
-                    for r in range(world):
-                        order[own == r] = r * size + torch.arange(counts[r])
-                    local = torch.searchsorted(shards.index[rank], sel[0][mine]) if counts[rank] else \
-                        torch.zeros(1, dtype=torch.int64)
-                    if split is not None:
-                        out.extend([local, sel[1], sel[2], torch.empty(size - held[rank], dtype=torch.int64), order])
-                        scatters.append(sel[2])
-                        sizes.append(int(sel[0].numel() + sel[1].numel()))
-                        continue
-                    lookup = torch.full((sel[0].numel() + 1,), held[rank], dtype=torch.int64)
-                    lookup[mine] = torch.arange(mine.numel())
-                    out.extend([local, sel[1], torch.empty(size - held[rank], dtype=torch.int64), order,
-                                lookup[sel[1]]])
-                    scatters.append(sel[1])
-                    sizes.append(int(sel[0].numel()))
-                    # the rank's tokens of the slice in packed coordinates (its queries there, if pruned)
-                    sel_index[len(sizes) - 1] = sel[0][mine] if counts[rank] else shards.index[rank][:1]
-                    continue
-                out.extend(sel)
-                scatters.append(sel[-1])
-                sizes.append(sum(int(x.shape[0]) for x in sel[:-1]))
-                sel_shared[len(sizes) - 1] = int(sel[0].shape[0])
-                sel_index[len(sizes) - 1] = sel[0]
-            elif what[0] == "query_segments":
-                out.extend(plan.query_segments(sel_index[what[1]]))
-            elif what[0] == "pairs":
-                sp = what[1]
-                if split is None:
-                    out.extend(plan.unique_pairs(scatters[sp], 0, sizes[sp]))
-                    continue
-                # per stream: rows of the shared tokens come first in every space
-                n_s = split.num_shared if sp == 0 else sel_shared[sp]
-                for lo, hi in ((0, n_s), (n_s, sizes[sp])):
-                    out.extend(plan.unique_pairs(scatters[sp], lo, hi))
-            else:
-                raise AssertionError(f"unknown packed-graph input {what!r}")
-        self.last = dict(sizes=sizes, positions_dropped=dropped[0], tokens_dropped=dropped[1],
-                         num_packed=plan.num_packed, cp_share=cp_share)
-        return out
-
-    def _pair_inputs(self) -> int:
-        """How many of the inputs are the chunked LM head's pairs (the last ones)."""
-        return self.lm_head_sites * 3 * (2 if self.detach_prefix else 1)
-
-    def lm_head_rows(self, extra: list) -> int:
-        """The unique packed rows the chunked LM head would compute logits for, given ``inputs(...)``."""
-        n = self._pair_inputs()
-        return sum(int(x.shape[0]) for x in extra[len(extra) - n + 2::3]) if n else 0
-
-    def without_lm_head(self, extra: list) -> list:
-        """``inputs(...)`` of this graph as those of the same graph without the chunked LM head."""
-        n = self._pair_inputs()
-        return extra[:len(extra) - n] if n else extra
 
 
 class _Stream:
@@ -946,7 +823,7 @@ def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, sc
     linear's; h, weight and bias are cast to it where autocast cast them). ``parts``: (pair_flat, pair_local,
     unique rows, weight, bias) per stream."""
     vocab, hidden = int(w_shape[0]), int(w_shape[1])
-    chunk = min(4096, 1 << max(0, (LM_HEAD_CHUNK_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
+    chunk = min(4096, 1 << max(0, (LM_HEAD_CHUNK_BUFFER_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
     h2 = g.call_method("reshape", (h, (-1, hidden)))
     idx = g.call_method("reshape", (index, (-1,)))
     out = None

@@ -24,10 +24,10 @@ import torch
 import torch.fx as fx
 
 from replaycompile.kernels import sparse_decode as _sparse_decode  # noqa: F401 - registers the ops
-from .nodes import count
+from .nodes import SDPA, count, val
 
-_SDPA = (torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention,
-         torch.ops.aten.scaled_dot_product_attention.default)
+# the torch-level SDPA functions (nodes.SDPA) and the aten op, where a graph was traced below torch functions
+_SDPA = SDPA | {torch.ops.aten.scaled_dot_product_attention.default}
 
 
 class NotDecode(Exception):
@@ -44,10 +44,6 @@ class NotDecode(Exception):
 class SparrowRewrite:
     sparse_layers: list[int]
     dense_layers: list[int]
-
-
-def _val(n):
-    return n.meta.get("example_value", n.meta.get("val")) if isinstance(n, fx.Node) else None
 
 
 def _cache_source(n: fx.Node) -> fx.Node | None:
@@ -94,7 +90,7 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
     plans = []
     for i, n in enumerate(sites):
         q, k, v = n.args[:3]
-        qv = _val(q)
+        qv = val(q)
         if not isinstance(qv, torch.Tensor):
             raise NotDecode(f"attention `{n.name}`: its query has no shape metadata (example_value/val), so the "
                             f"pass cannot tell a decode step; compile through torch.compile, which records it",
@@ -113,7 +109,7 @@ def rewrite_decode(gm: fx.GraphModule, schedule, use_triton: bool) -> tuple[fx.G
         if ks is None or vs is None:
             raise NotDecode(f"attention `{n.name}` does not read its keys/values straight from a cache input (use "
                             f"a transformers StaticCache)", decode_shaped=True)
-        kv = _val(ks)
+        kv = val(ks)
         if kv is None or kv.dim() != 4 or qv.shape[1] % kv.shape[1]:
             raise NotDecode(f"cache input `{ks.name}` is not [batch, kv_heads, length, head_dim]",
                             decode_shaped=True)

@@ -13,7 +13,6 @@ import itertools
 import math
 import logging
 import os
-import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,7 +24,6 @@ from replaycompile.passes import mask_probe, recurrent
 from replaycompile.passes.attention_sites import find_attention_sites
 from replaycompile.passes.cross_entropy import decompose_cross_entropy
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
-from replaycompile.passes.mask_check import MaskVerifier
 from replaycompile.passes.nodes import EMBEDDING, B, T, Decline, count, subgraph_module, upstream
 from replaycompile.passes.region import GraphAnalysis, analyze
 from replaycompile.passes.row_loops import fold_row_loops
@@ -35,8 +33,11 @@ from replaycompile.passes.weight_writes import hoist_weight_writes
 
 from replaycompile.kernels.tree_attention import calls_by_path, ran_since
 
-from .plan import ReplayPlan, build_plan, content_plan, shares_exactly, split_shared
-from .stats import GraphStats, current_step, last_stats, record as _record  # noqa: F401 - last_stats: public
+from .inner import inner_backend, own_code
+from .runtime.inputs import lm_head_rows, packed_inputs, without_lm_head
+from .runtime.masks import MaskVerifier
+from .runtime.plan import ReplayPlan, build_plan, content_plan, shares_exactly, split_shared
+from .stats import GraphStats, current_step, last_stats, record as _record, warn_once  # noqa: F401 - last_stats: public
 
 log = logging.getLogger("replaycompile")
 
@@ -47,7 +48,7 @@ DEFAULT_MIN_SHARED_TOKENS = 0
 # lm_head="auto": the chunked LM head (replaycompile::chunked_pair_logprobs) where a call's float32 logits at the
 # unique predicting rows would take at least this much; below it the unfused LM head, which the inner compiler fuses
 # and which was 1.35x faster on the 2-core CPU (no recompute of the logits in the backward)
-LM_HEAD_CHUNKED_BYTES = 1 << 30
+LM_HEAD_AUTO_THRESHOLD_BYTES = 1 << 30
 
 _OPTIONS: dict[str, tuple] = {
     "mode": ("exact", "detach_prefix"),
@@ -97,7 +98,7 @@ def parse_options(options: dict | None) -> ReplayOptions:
         raise ValueError(f"replay backend: option shared_chunks={chunks!r} must be 'auto' or a positive int")
     sched = options.get("schedule")
     if sched is not None:
-        from replaycompile.schedule import SparrowSchedule
+        from replaycompile.sparrow.schedule import SparrowSchedule
         if isinstance(sched, (str, os.PathLike)):
             options["schedule"] = SparrowSchedule.load(sched)
         elif not isinstance(sched, SparrowSchedule):
@@ -122,7 +123,6 @@ def parse_options(options: dict | None) -> ReplayOptions:
 # ------------------------------------------------------------------------------------------------ declines
 
 # (last_stats() and the step record live in stats.py, one schema for both kinds of graph)
-_logged_reasons: set = set()
 
 
 def _concrete_shape(x: fx.Node, a: GraphAnalysis, ids: torch.Tensor) -> tuple | None:
@@ -146,28 +146,10 @@ def _concrete_shape(x: fx.Node, a: GraphAnalysis, ids: torch.Tensor) -> tuple | 
 
 
 def _log_once(reason: str) -> None:
-    if reason not in _logged_reasons:
-        _logged_reasons.add(reason)
-        log.warning("replay: not applied: %s", reason)
+    warn_once(("not applied", reason), "replay: not applied: %s", reason)
 
 
 # ---------------------------------------------------------------------------------------------- inner compile
-
-def _run_graph_as_is(gm, example_inputs):
-    return gm.forward
-
-
-def _inner_backend(name: str):
-    # "eager" runs the (rewritten) graph as it is: no functionalization, so a decode step's in-place cache
-    # writes stay in place (aot_eager would copy every KV cache on every step)
-    if name == "eager":
-        return _run_graph_as_is
-    if name == "inductor":
-        from torch._inductor.compile_fx import compile_fx
-        return compile_fx
-    from torch._dynamo.backends.debugging import aot_eager
-    return aot_eager
-
 
 class _CountingBackend:
     """The inner compiler, counting how often it compiled (recompiles of the packed graph).
@@ -175,13 +157,18 @@ class _CountingBackend:
     Packed graphs compile with inductor's FX graph cache off: in torch 2.13 a cached backward of a packed graph
     (dynamic plan sizes) can store a guard expression over the forward's argument names, and every later lookup
     of that entry, in any process, fails with ``KeyError: 'args'`` inside the backward's compile (seen on the
-    chunked-LM-head graph). Recompiling costs seconds to a minute; a poisoned cache costs the run."""
+    chunked-LM-head graph). Recompiling costs seconds to a minute; a poisoned cache costs the run.
 
-    def __init__(self, name: str, fx_graph_cache: bool = True):
-        self.fn = _inner_backend(name)
-        if name == "inductor" and not fx_graph_cache:
+    ``reorder_for_peak_memory=False`` for detach_prefix's packed graphs: inductor's reordering raised their measured
+    peak, chunked shared stream or not (docs/long_context.md, "shared_chunks")."""
+
+    def __init__(self, name: str, fx_graph_cache: bool = True, reorder_for_peak_memory: bool = True):
+        self.fn = inner_backend(name)
+        patches = {k: False for k, on in (("fx_graph_cache", fx_graph_cache),
+                                          ("reorder_for_peak_memory", reorder_for_peak_memory)) if not on}
+        if name == "inductor" and patches:
             fn = self.fn
-            self.fn = lambda gm, ex: fn(gm, ex, config_patches={"fx_graph_cache": False})
+            self.fn = lambda gm, ex: fn(gm, ex, config_patches=patches)
         self.compiles = 0
 
     def __call__(self, gm, example_inputs):
@@ -224,15 +211,7 @@ def _not_a_view(x: torch.Tensor) -> torch.Tensor:
     return x.clone() if x._base is not None else x
 
 
-_code_ids = itertools.count()
 _graph_ids = itertools.count(1)
-
-
-def _own_code(fn, name: str):
-    """``fn`` with a code object of its own. Dynamo caches compiled code per code object: wrappers that shared
-    one would evict each other (and count as recompiles) once a process holds several replay graphs."""
-    code = fn.__code__.replace(co_name=f"{name}_{next(_code_ids)}")
-    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
 
 
 # --------------------------------------------------------------------------------- packing across graphs
@@ -305,7 +284,8 @@ class ReplayGraph:
         self._head_rows = 0                 # rows the last packed call's LM head computed
         self._dropped = (0, 0)              # (positions, tokens) the last packed call left out: zero loss weight
         self._inner = _CountingBackend(opts.inner)
-        self._inner_packed = _CountingBackend(opts.inner, fx_graph_cache=False)
+        self._inner_packed = _CountingBackend(opts.inner, fx_graph_cache=False,
+                                              reorder_for_peak_memory=opts.mode != "detach_prefix")
         cid = torch._guards.CompileContext.current_compile_id()
         # Dynamo's recompile index of this frame (0 on its first compile)
         self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
@@ -316,7 +296,8 @@ class ReplayGraph:
         self.per_row_why: dict = {}         # module path -> why a layer stays per row under recurrent="tree_scan"
         self._has_attention = False
         self.packed: PackedGraph | None = None
-        self.masks: MaskVerifier | None = None  # this graph's mask verification (passes/mask_check.py)
+        self._last_inputs: dict = {}  # what the last call's packed_inputs found (sizes, dropped, CP share)
+        self.masks: MaskVerifier | None = None  # this graph's mask verification (runtime/masks.py)
         self._continued_verifications = 0   # continuation masks verified in full (once per batch)
         self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
         self._warned_below_threshold = False
@@ -399,8 +380,7 @@ class ReplayGraph:
                 torch._dynamo.utils.counters["replay"][recurrent.TREE_SCAN_COUNTER] += len(self.tree_scan_layers)
                 log.info("replay: %s run on the prefix tree (each segment's scan starts from its parent's state)",
                          ", ".join(f"recurrent layer `{p}`" for p in self.tree_scan_layers))
-            # a mask causal only within sliding windows rewrites the attentions to apply them
-            self.masks = MaskVerifier(gm, self.analysis, on_windows=self._rewrite)
+            self.masks = MaskVerifier(gm, self.analysis)
 
     def _rewrite(self, windows: dict | None = None) -> None:
         """The packed graphs (plain and chunked LM head); ``windows``: attention node -> its sliding window."""
@@ -471,7 +451,7 @@ class ReplayGraph:
             def run_plain(*a):
                 return gm(*a)
 
-            self._plain = torch.compile(_own_code(run_plain, "replay_plain"), backend=self._inner, dynamic=True)
+            self._plain = torch.compile(own_code(run_plain, "replay_plain"), backend=self._inner, dynamic=True)
             self._plain_dynamic = True
         # as for the packed graph: float module attributes arrive as 0-d tensors read by .item(), and a graph
         # break there would run the unpacked forward op by op
@@ -488,7 +468,7 @@ class ReplayGraph:
                         "static shapes (a recompile per batch shape)", _first_line(getattr(e, "inner_exception", e)))
             self._plain_dynamic = False
             gm = self.gm
-            self._plain = torch.compile(_own_code(lambda *a: gm(*a), "replay_plain_static"), backend=self._inner,
+            self._plain = torch.compile(own_code(lambda *a: gm(*a), "replay_plain_static"), backend=self._inner,
                                         dynamic=False)
             return self._plain(*args)
 
@@ -501,7 +481,7 @@ class ReplayGraph:
             def run_packed(*args):
                 return gm(*args)
 
-            self._packed_fns[id(packed)] = torch.compile(_own_code(run_packed, "replay_packed"),
+            self._packed_fns[id(packed)] = torch.compile(own_code(run_packed, "replay_packed"),
                                                          backend=self._inner_packed, dynamic=True)
         return self._packed_fns[id(packed)]
 
@@ -596,7 +576,7 @@ class ReplayGraph:
         packed = self.packed
         if packed is not None and packed.cp is not None:
             rank, world, _ = packed.cp
-            n, total, what = packed.last.get("cp_share") or (0, 0, "packed")
+            n, total, what = self._last_inputs.get("cp_share") or (0, 0, "packed")
             return f"rank {rank} of {world}: {n} of {total} {what} tokens" + (
                 " (the branch tokens run on every rank)" if what == "shared" else "")
         return getattr(self, "_cp_note", None)
@@ -636,6 +616,9 @@ class ReplayGraph:
         if why is not None:
             return self._fallback(why, args)
         why, for_good = self.masks.check(args, am)
+        windows = self.masks.take_windows()
+        if windows is not None:  # masks causal only within sliding windows: the attentions apply them
+            self._rewrite(windows)
         if why is None and self.tree_scan_layers and not self._tree_scan_checked:
             self._check_tree_scan(args, ids)
         if why is None and (self.per_row_layers or self.tree_scan_layers) and not self._per_row_verified:
@@ -678,20 +661,20 @@ class ReplayGraph:
         packed = self.packed
         if self.packed_chunked is not None:
             # the chunked graph's inputs are the plain one's plus the pairs; "auto" takes it where the pairs'
-            # float32 logits would reach LM_HEAD_CHUNKED_BYTES
+            # float32 logits would reach LM_HEAD_AUTO_THRESHOLD_BYTES
             chunked = self.packed_chunked
-            extra = chunked.inputs(args, plan, split)
+            extra, last = packed_inputs(chunked, args, plan, split)
             if self.opts.lm_head == "chunked" or \
-                    chunked.lm_head_rows(extra) * chunked.lm_head_vocab * 4 >= LM_HEAD_CHUNKED_BYTES:
+                    lm_head_rows(chunked, extra) * chunked.lm_head_vocab * 4 >= LM_HEAD_AUTO_THRESHOLD_BYTES:
                 packed = chunked
             else:
-                extra = chunked.without_lm_head(extra)
+                extra = without_lm_head(chunked, extra)
         else:
-            extra = packed.inputs(args, plan, split)
+            extra, last = packed_inputs(packed, args, plan, split)
+        self._last_inputs = last
         self._lm_head_ran = packed.lm_head_sites
         self._selected_ran = (packed.selected_attention, packed.selected_nodes)
-        last = (self.packed_chunked or self.packed).last   # the graph whose ``inputs`` built this call's
-        self._head_rows = packed.lm_head_rows(extra) if packed.lm_head_sites else \
+        self._head_rows = lm_head_rows(packed, extra) if packed.lm_head_sites else \
             sum(int(last["sizes"][sp]) for sp in packed.head_spaces if sp < len(last["sizes"]))
         self._dropped = (last.get("positions_dropped", 0), last.get("tokens_dropped", 0))
         if self._dropped[0]:
@@ -826,7 +809,7 @@ class ReplayGraph:
             if why is not None:
                 return self._continued_fallback(why, args, batch)
         plan = batch.plan
-        extra = cont.packed.inputs(args, plan)
+        extra, _ = packed_inputs(cont.packed, args, plan)
         out, failed = self._run_packed(cont.packed, args, extra, args[next(iter(seeds))].device)
         if failed is not None:
             cont.reason = failed
@@ -920,66 +903,6 @@ def _all_finite(out) -> bool:
                if isinstance(x, torch.Tensor) and x.is_floating_point())
 
 
-_sparrow_count = [0]
-
-
-def sparrow_calls() -> int:
-    """How many decode steps have run through a Sparrow-rewritten graph (rollouts check it advanced)."""
-    return _sparrow_count[0]
-
-
-class SparrowGraph:
-    """A graph compiled with a Sparrow schedule: decode steps get budgeted sparse attention (the table is an
-    input read from the schedule at every call); any other graph (prefill, training) is compiled unchanged.
-
-    A graph left dense says so: every call records ``applied: False`` and the reason in ``last_stats()``, and a
-    decode-shaped graph the rewrite refused (one query token per row) logs a warning once per reason; plainly
-    other graphs (prefill, training) log at debug level only."""
-
-    _warned: set = set()  # refusal reasons already warned about, process-wide
-
-    def __init__(self, gm: fx.GraphModule, example_inputs: list, opts: ReplayOptions):
-        from replaycompile.kernels.sparse_decode import cache_copies
-        from replaycompile.passes.sparrow_rewrite import NotDecode, rewrite_decode
-
-        self.schedule = opts.schedule
-        self.structure = self.schedule.structure()
-        self.inner = opts.inner
-        self._cache_copies = cache_copies
-        inner = _inner_backend(opts.inner)
-        try:
-            gm, self.info = rewrite_decode(gm, self.schedule, use_triton=opts.attention == "triton")
-            self.reason = None
-            example_inputs = list(example_inputs) + [self.schedule.table(padded=True)]
-        except NotDecode as e:
-            self.info, self.reason = None, str(e)
-            if not e.decode_shaped:
-                log.debug("replay: sparrow: graph left dense: %s", e)
-            elif self.reason not in SparrowGraph._warned:
-                SparrowGraph._warned.add(self.reason)
-                log.warning("replay: sparrow: a decode step runs dense, without the schedule: %s", e)
-        self.fn = inner(gm, example_inputs)
-
-    def __call__(self, *args):
-        if self.info is None:
-            out = self.fn(*args)
-            _record(GraphStats(applied=False, mode="sparrow", fallback_reason=self.reason, sparse_layers=[],
-                               dense_layers=[], cache_copied=False))
-            return out
-        if self.schedule.structure() != self.structure:
-            raise ValueError("replay backend: the Sparrow schedule's page size, bucket size, reserved pages, dense "
-                             "layers or page score changed after compiling; only its page table (set_pages) may "
-                             "change. "
-                             "Compile again (torch._dynamo.reset()) to use the new structure.")
-        copies = self._cache_copies()
-        out = self.fn(*args, self.schedule.table(padded=True))
-        _sparrow_count[0] += 1
-        # cache_copied: the step padded and copied a KV cache not sized in whole pages (warned once)
-        _record(GraphStats(applied=True, mode="sparrow", sparse_layers=self.info.sparse_layers,
-                           dense_layers=self.info.dense_layers, cache_copied=self._cache_copies() > copies))
-        return out
-
-
 class GlobalState:
     """Grad mode and autocast (per device type) as they were: ``restore()`` puts them back. An exception inside
     an inner compiler (aot_autograd traces under no_grad) can leave them changed, and every later step of the
@@ -1004,6 +927,8 @@ def replay(gm: fx.GraphModule, example_inputs: list, options: dict | None = None
     state = GlobalState()
     try:
         if opts.schedule is not None:
+            from replaycompile.sparrow.graph import SparrowGraph
+
             return SparrowGraph(gm, example_inputs, opts)
         return ReplayGraph(gm, example_inputs, opts)
     finally:

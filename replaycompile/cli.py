@@ -1,5 +1,5 @@
 """Command line: ``replaycompile demo`` runs a GRPO-shaped training step on a built-in tiny Qwen3;
-``replaycompile plan`` predicts a step's per-rank memory and FLOPs before launch (``replaycompile.planner``);
+``replaycompile plan`` predicts a step's per-rank memory and FLOPs before launch (``replaycompile.planning.planner``);
 ``replaycompile bench`` runs every benchmark workload and system side by side (``bench/harness.py`` of a source
 checkout)."""
 
@@ -28,7 +28,7 @@ def _batch(group: int, prompt_len: int, cmin: int, cmax: int, vocab: int, seed: 
 
 def demo_model(hidden: int, layers: int, vocab: int):
     """The demo's tiny Qwen3 (4 query / 2 key-value heads, MLP 3x wide), deterministic."""
-    from replaycompile.models import tiny_model
+    from replaycompile.testing.models import tiny_model
 
     return tiny_model("qwen3", hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
                       num_key_value_heads=2, head_dim=hidden // 4, intermediate_size=3 * hidden, vocab_size=vocab)
@@ -39,7 +39,7 @@ def demo_batch(model, group: int, prompt_len: int, cmin: int, cmax: int, seed: i
     policy's stored log-probs of the completion tokens. Those come from a perturbed copy of ``model`` (as after an
     optimizer step), so the ratio, and the loss value, depend on ``model``'s logits. (The model's own log-probs, plus
     noise or not, would make the ratio independent of the model and "equal losses" mean nothing.)"""
-    from replaycompile.models import behaviour_logprobs
+    from replaycompile.testing.models import behaviour_logprobs
 
     ids, am, adv = _batch(group, prompt_len, cmin, cmax, model.config.vocab_size, seed)
     old_logp = behaviour_logprobs(model, ids, am, prompt_len, seed=seed + 1)
@@ -124,28 +124,43 @@ def demo(args) -> int:
     return 0 if ok else 1
 
 
+BENCH_SCRIPTS = {"loss-forms": "loss_forms.py", "verl": "verl_step.py", "vllm": "vllm_sparrow.py", "ops": "ops.py"}
+
+
+def source_checkout():
+    """The root of the source checkout this package runs from (``bench/`` beside ``replaycompile/``, as ``pip
+    install -e .`` leaves it), or None for an installed copy (site-packages holds no ``bench/``)."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    return root if (root / "bench" / "harness.py").is_file() and (root / "pyproject.toml").is_file() else None
+
+
 def bench(argv) -> int:
     """``replaycompile bench ...``: hands its arguments to bench/harness.py, which lives beside the package in a
-    source checkout (the benchmark imports the peers and the older bench scripts from there);
-    ``replaycompile bench loss-forms ...`` to bench/loss_forms.py (one step written in eight loss forms);
-    ``replaycompile bench verl ...`` to bench/verl_step.py (verl's update step with and without replay; needs verl:
-    ``pip install -e '.[verl]'``); ``replaycompile bench vllm ...`` to bench/vllm_sparrow.py (stock vLLM against
-    the Sparrow plugin; needs ``pip install -e '.[vllm]'``)."""
+    source checkout only (it imports the peers and the other bench scripts from there; an installed copy says
+    so and how to get one); ``replaycompile bench loss-forms ...`` to bench/loss_forms.py (one step written in
+    eight loss forms); ``replaycompile bench ops ...`` to bench/ops.py (each custom op against its pure-torch
+    reference); ``replaycompile bench verl ...`` to bench/verl_step.py (verl's update step with and without
+    replay; needs verl: ``pip install -e '.[verl]'``); ``replaycompile bench vllm ...`` to bench/vllm_sparrow.py
+    (stock vLLM against the Sparrow plugin; needs ``pip install -e '.[vllm]'``)."""
     import importlib.util
     import pathlib
 
-    script = "harness.py"
-    if argv[:1] == ["loss-forms"]:
-        script, argv = "loss_forms.py", argv[1:]
-    elif argv[:1] == ["verl"]:
-        script, argv = "verl_step.py", argv[1:]
-    elif argv[:1] == ["vllm"]:
-        script, argv = "vllm_sparrow.py", argv[1:]
-    path = pathlib.Path(__file__).resolve().parents[1] / "bench" / script
-    if not path.exists():
-        print(f"replaycompile bench runs from a source checkout (pip install -e '.[bench]'): {path} is missing",
-              file=sys.stderr)
+    root = source_checkout()
+    if root is None:
+        here = pathlib.Path(__file__).resolve().parent
+        print("replaycompile bench needs a source checkout: the benchmarks (bench/) are not part of the installed "
+              f"package (this replaycompile is installed at {here}, with no bench/ beside it).\n"
+              "Clone the replaycompile repository and run from its root:\n"
+              "    git clone <the replaycompile repository URL> replaycompile && cd replaycompile\n"
+              "    pip install -e '.[bench]'\n"
+              f"    {' '.join(['replaycompile', 'bench', *argv])}", file=sys.stderr)
         return 2
+    script = "harness.py"
+    if argv[:1] and argv[0] in BENCH_SCRIPTS:
+        script, argv = BENCH_SCRIPTS[argv[0]], argv[1:]
+    path = root / "bench" / script
     spec = importlib.util.spec_from_file_location(f"replaycompile_bench_{path.stem}", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up there
@@ -171,7 +186,7 @@ def main(argv=None) -> int:
     d.add_argument("--vocab", type=int, default=16000)
     d.add_argument("--steps", type=int, default=5, help="timed steps (interleaved eager/replay)")
     d.add_argument("--inner", choices=["inductor", "aot_eager"], default="inductor")
-    from replaycompile import planner
+    from replaycompile.planning import planner
 
     pl = sub.add_parser("plan", help="per-rank peak memory and FLOPs of a training step before launching it "
                                      "(eager, row by row, replay exact, with checkpointing, detach_prefix)")

@@ -42,7 +42,7 @@ import torch
 
 from replaycompile.kernels import autocast as _autocast
 from replaycompile.kernels import tree_attention as _tree_attention  # registers replaycompile::tree_attention
-from replaycompile.plan import ReplayPlan, multiplicity
+from replaycompile.runtime.plan import ReplayPlan, multiplicity
 
 __all__ = ["ContextShards", "context_shards", "visible_keys", "cp_tree_attention", "shared_tree", "query_segments"]
 

@@ -1,8 +1,8 @@
 """What the last step of replay-compiled graphs did: ``last_stats()``, one record with one schema.
 
-Both kinds of graph the backend compiles record here: a packing graph (``ReplayGraph``: prefix sharing) and a
-Sparrow decode step (``SparrowGraph``). Every record has every field of :class:`GraphStats`; a field that does
-not apply to the graph that ran is None (a decode step has no packed tokens, a packing graph no sparse layers).
+Both kinds of graph the backend compiles record here: a packing graph (``ReplayGraph``: prefix sharing) records a
+:class:`GraphStats`, a Sparrow decode step (``replaycompile.sparrow.graph.SparrowGraph``) its own ``DecodeStats``.
+Every record has ``applied``, ``mode`` and ``fallback_reason`` and the fields of its own kind.
 
 Calls with the same ``key`` (the batch whose plan they share: the graphs of one forward that a graph break, a DDP
 bucket split or FSDP cut apart) make up one step; ``last_stats()`` is that step: the first graph's figures,
@@ -23,7 +23,7 @@ from typing import Any
 
 log = logging.getLogger("replaycompile")
 
-__all__ = ["GraphStats", "last_stats", "record", "current_step"]
+__all__ = ["GraphStats", "last_stats", "record", "current_step", "warn_once"]
 
 
 @dataclass
@@ -33,9 +33,8 @@ class GraphStats:
     ``call``."""
 
     applied: bool
-    mode: str  # "exact" / "detach_prefix" (packing) or "sparrow" (a decode step)
-    fallback_reason: str | None = None  # why it ran unpacked / dense, in words a user can act on
-    # -- a packing graph (None for a Sparrow decode step)
+    mode: str  # "exact" / "detach_prefix"
+    fallback_reason: str | None = None  # why it ran unpacked, in words a user can act on
     rows: int | None = None
     tokens_in: int | None = None
     tokens_computed: int | None = None
@@ -60,10 +59,6 @@ class GraphStats:
     recurrent_tree_scan: list[str] | None = None  # recurrent layers run on the prefix tree (module paths): shared
     # context parallelism: this rank's share ("rank r of w: n of N packed tokens") or why the graph ran without it
     context_parallel: str | None = None
-    # -- a Sparrow decode step (None for a packing graph)
-    sparse_layers: list[int] | None = None
-    dense_layers: list[int] | None = None
-    cache_copied: bool | None = None  # the step padded and copied a KV cache not sized in whole pages
 
 
 class _StepRecorder:
@@ -76,9 +71,8 @@ class _StepRecorder:
         self.calls = itertools.count(1)
         self.key: Any = None
         self.graphs: list[dict] = []
-        self.partial_logged: set = set()
 
-    def record(self, stats: GraphStats, key: Any = None, graph: str | None = None) -> None:
+    def record(self, stats, key: Any = None, graph: str | None = None) -> None:
         entry = dict(vars(stats), graph=graph)  # a shallow copy: asdict deep-copies, and this runs every decode step
         with self.lock:
             if key is None or key is not self.key:
@@ -91,12 +85,11 @@ class _StepRecorder:
             if len(graphs) > 1 and unpacked:
                 summary["fallback_reason"] = "; ".join(f"graph {g['graph']} ran unpacked: {g['fallback_reason']}"
                                                        for g in unpacked)
-                if len(unpacked) < len(graphs) and not entry["applied"] \
-                        and (graph, stats.fallback_reason) not in self.partial_logged:
-                    self.partial_logged.add((graph, stats.fallback_reason))
-                    log.warning("replay: a step ran partly packed: graph %s ran unpacked (%s), %d of the step's %d "
-                                "graphs so far were packed; last_stats()['graphs'] lists each", graph,
-                                stats.fallback_reason, len(graphs) - len(unpacked), len(graphs))
+                if len(unpacked) < len(graphs) and not entry["applied"]:
+                    warn_once(("partly packed", graph, stats.fallback_reason),
+                              "replay: a step ran partly packed: graph %s ran unpacked (%s), %d of the step's %d "
+                              "graphs so far were packed; last_stats()['graphs'] lists each", graph,
+                              stats.fallback_reason, len(graphs) - len(unpacked), len(graphs))
             summary["graphs"] = [dict(g) for g in graphs]
             summary["graphs_packed"] = len(graphs) - len(unpacked)
             summary["call"] = next(self.calls)
@@ -110,7 +103,7 @@ class _StepRecorder:
 _RECORDER = _StepRecorder()
 
 
-def record(stats: GraphStats, key: Any = None, graph: str | None = None) -> None:
+def record(stats, key: Any = None, graph: str | None = None) -> None:
     """Add one graph's call to the step ``key`` (None: a step of its own) and make that step the last stats."""
     _RECORDER.record(stats, key=key, graph=graph)
 
@@ -124,3 +117,18 @@ def last_stats() -> dict | None:
     """A dict describing the most recent step of replay-compiled graphs (None before the first call): the fields
     of :class:`GraphStats` plus ``graph``, ``graphs``, ``graphs_packed`` and ``call``."""
     return _RECORDER.last_stats()
+
+
+_WARNED: set = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def warn_once(key, msg: str, *args) -> bool:
+    """Log ``msg % args`` as a warning the first time ``key`` is seen in this process; True if it logged. The one
+    warn-once of the library (a reason repeated every step would drown the log)."""
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return False
+        _WARNED.add(key)
+    log.warning(msg, *args)
+    return True

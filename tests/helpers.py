@@ -2,49 +2,12 @@
 
 from __future__ import annotations
 
-import math
 
 import torch
 
+from replaycompile.testing.steps import group_batch, grpo_loss, old_logprobs, run, step_loss  # noqa: F401
+
 AOT = {"inner": "aot_eager", "min_shared_tokens": 1}
-
-
-def group_batch(prompt_len=10, lens=(5, 3, 6, 4), vocab=128, left_pad=2, seed=0, pad_id=0):
-    """One prompt (left-padded by ``left_pad``) sampled len(lens) times; completions right-padded."""
-    g = torch.Generator().manual_seed(seed)
-    prompt = torch.randint(1, vocab, (prompt_len,), generator=g)
-    c = max(lens)
-    rows, masks = [], []
-    for n in lens:
-        comp = torch.randint(1, vocab, (n,), generator=g)
-        rows.append(torch.cat([torch.full((left_pad,), pad_id), prompt, comp, torch.full((c - n,), pad_id)]))
-        masks.append(torch.cat([torch.zeros(left_pad), torch.ones(prompt_len + n), torch.zeros(c - n)]))
-    ids = torch.stack(rows).long()
-    am = torch.stack(masks).long()
-    adv = torch.randn(len(lens), generator=g)
-    return ids, am, adv, left_pad + prompt_len
-
-
-def old_logprobs(ids, p, vocab):
-    """Stand-in for the rollout-time log-probs a trainer stores: a fixed function of the tokens that differs
-    from the current policy's log-probs, so the ratio, and therefore the loss *value*, depend on the logits.
-    (Against ``logp.detach()`` the ratio is exactly 1 and the loss a constant: comparing it proves nothing.)"""
-    return -math.log(vocab) + 0.1 * torch.cos(ids[:, p:].float())
-
-
-def grpo_loss(logits, ids, am, adv, p):
-    """Clipped per-token policy-gradient loss over the completion tokens (columns >= p) against stored old
-    log-probs, plus a small log-likelihood term, masked token mean (as TRL computes it)."""
-    logp = logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
-    cm = am[:, p:].float()
-    ratio = torch.exp(logp - old_logprobs(ids, p, logits.shape[-1]))
-    obj = torch.minimum(ratio * adv[:, None], ratio.clamp(0.8, 1.2) * adv[:, None])
-    return -((obj + 0.01 * logp) * cm).sum() / cm.sum()
-
-
-def step_loss(model, ids, am, adv, p):
-    logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
-    return grpo_loss(logits, ids, am, adv, p)
 
 
 def full_inputs(ids, mask, pos):
@@ -69,19 +32,10 @@ def prefix_keys(ids, mask, pos):
 
 def unique_prefix_tokens(ids, mask=None, pos=None) -> int:
     """How many tokens a correct plan computes: distinct (id, mask bit, position) prefixes that end at a real
-    token. Written independently of replaycompile.plan, so a plan (or a backend stat) that packs too much or
+    token. Written independently of replaycompile.runtime.plan, so a plan (or a backend stat) that packs too much or
     too little disagrees with it."""
     keys, m = prefix_keys(ids, mask, pos)
     return len({keys[b][t] for b in range(len(keys)) for t in range(len(keys[b])) if m[b][t]})
-
-
-def run(fn, model, *args):
-    """Loss and every parameter's gradient of one step."""
-    for q in model.parameters():
-        q.grad = None
-    loss = fn(model, *args)
-    loss.backward()
-    return loss.detach(), {k: q.grad.detach().clone() for k, q in model.named_parameters() if q.grad is not None}
 
 
 def assert_same_step(ref, got, rtol=1e-5):

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from helpers import AOT, group_batch
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 from replaycompile.passes.nodes import B, T
 from replaycompile.passes.region import analyze
 
@@ -277,7 +277,7 @@ class TrilMaskLM(nn.Module):
 def test_structured_mask_check_runs_once_per_graph_at_any_length(monkeypatch, replay_graphs):
     """HF's mask is verified on chosen positions (passes/mask_probe.py): once per graph for every later length,
     never by a B x T x T evaluation (a size limit of 0 elements does not matter)."""
-    from replaycompile.passes import mask_check
+    from replaycompile.runtime import masks as mask_check
 
     graphs = replay_graphs
     monkeypatch.setattr(mask_check, "MAX_MASK_PROBE_ELEMENTS", 0)
@@ -327,7 +327,7 @@ def mask_probe_long() -> int:
 def test_unstructured_mask_is_verified_in_full_per_shape_and_large_shapes_are_declined(monkeypatch, replay_graphs):
     """A mask built with ones(T, T).tril(): verified by a full evaluation once per input shape; past the size
     limit the graph is declined rather than allocate B x T x T."""
-    from replaycompile.passes import mask_check
+    from replaycompile.runtime import masks as mask_check
 
     graphs = replay_graphs
     model = TrilMaskLM()

@@ -141,7 +141,7 @@ from helpers import assert_same_step, instances_of  # noqa: E402
 from test_analysis import capture  # noqa: E402
 from test_sliding_window import BATCHES, WINDOW, eager_and_replay  # noqa: E402
 
-from replaycompile.models import tiny_model  # noqa: E402
+from replaycompile.testing.models import tiny_model  # noqa: E402
 from replaycompile.passes.region import analyze  # noqa: E402
 
 TREE_ATTENTION = torch.ops.replaycompile.tree_attention.default

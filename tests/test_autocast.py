@@ -17,7 +17,7 @@ from replaycompile.kernels import chunked_logprobs as chunked_module
 from replaycompile.kernels import sparse_decode as sd
 from replaycompile.kernels import tree_attention as tree_module
 from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 from replaycompile.passes.sink_slices import sink_slices
 
 DTYPES = [torch.bfloat16, torch.float16]

@@ -16,7 +16,7 @@ from strategies import rollout_batches
 from torch._dynamo.utils import counters
 
 import replaycompile
-from replaycompile.models import FAMILIES, tiny_model
+from replaycompile.testing.models import FAMILIES, tiny_model
 
 
 def compiled_step(compiled, keep=None):
@@ -450,7 +450,7 @@ def test_a_failing_inner_compile_leaves_grad_mode_and_autocast_as_they_were(monk
         torch.set_autocast_dtype("cpu", torch.float16)
         raise RuntimeError("the inner compiler failed")
 
-    monkeypatch.setattr(backend, "_inner_backend", lambda name: failing_inner)
+    monkeypatch.setattr(backend, "inner_backend", lambda name: failing_inner)
     torch._dynamo.reset()
     dtype = torch.get_autocast_dtype("cpu")
     with pytest.raises(Exception, match="the inner compiler failed"):  # through Dynamo
@@ -474,7 +474,7 @@ def test_an_inner_compiler_that_fails_on_symbolic_sizes_costs_the_packing_not_th
     transformers 5.10 MoE families in the zoo.)"""
     import replaycompile.backend as backend
 
-    real = backend._inner_backend
+    real = backend.inner_backend
 
     def static_only(name):
         inner = real(name)
@@ -486,7 +486,7 @@ def test_an_inner_compiler_that_fails_on_symbolic_sizes_costs_the_packing_not_th
             return inner(gm, example_inputs)
         return compile_static
 
-    monkeypatch.setattr(backend, "_inner_backend", static_only)
+    monkeypatch.setattr(backend, "inner_backend", static_only)
     model = tiny_model("qwen3")
     batch = group_batch()
     ref = run(step_loss, model, *batch)

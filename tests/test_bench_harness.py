@@ -163,3 +163,16 @@ def test_report_without_records_refuses(tmp_path):
     with pytest.raises(SystemExit, match="nothing to report"):
         main(["bench", "--quick", "--report", "--out", str(tmp_path)])
     assert (tmp_path / "bench.md").read_text() == "an earlier report"
+
+
+def test_bench_outside_a_checkout_says_to_clone(tmp_path, monkeypatch, capsys):
+    """An installed copy (site-packages: no bench/ beside the package) refuses plainly and names what to do: clone
+    the repository, install it editable, run the same command from there."""
+    import replaycompile.cli as cli
+
+    monkeypatch.setattr(cli, "__file__", str(tmp_path / "site-packages" / "replaycompile" / "cli.py"))
+    assert cli.source_checkout() is None
+    assert main(["bench", "ops", "--reps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a source checkout" in err and "git clone" in err and "pip install -e '.[bench]'" in err
+    assert "replaycompile bench ops --reps 1" in err

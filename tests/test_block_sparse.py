@@ -30,7 +30,7 @@ from replaycompile.kernels.block_sparse_reference import budget_visibility_mask,
 from replaycompile.kernels.tree_attention import tree_attention
 from replaycompile.kernels.tree_attention_reference import tree_attention_reference, tree_visibility_mask
 from replaycompile.passes.rewrite import choose_blocks
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 
 # Interpreter: float32 dots are IEEE, so float32 matches to rounding. 16-bit inputs: p is rounded to the input
 # dtype before the PV product as on GPUs (bf16 is upcast in the interpreter, so it only sees input rounding).

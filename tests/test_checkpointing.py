@@ -11,7 +11,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint
 
 import replaycompile
 import replaycompile.backend as backend
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
 
 @pytest.fixture(autouse=True)

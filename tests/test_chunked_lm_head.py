@@ -10,7 +10,7 @@ from test_detach_prefix import detached_step, tree_batch
 
 import replaycompile
 import replaycompile.backend as backend
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 
 CHUNKED = {**AOT, "lm_head": "chunked"}
 
@@ -24,7 +24,7 @@ def _packed_ops(replay_graphs) -> set:
 def test_chunked_lm_head_step_is_exact(family, replay_graphs, monkeypatch):
     """Loss and every gradient equal eager's (fp32, rel 1e-5) with the LM head run in chunks of 8 rows
     (ragged last chunk) over the pairs, the last prompt row read once per branch with its own target."""
-    monkeypatch.setattr("replaycompile.passes.rewrite.LM_HEAD_CHUNK_BYTES", 8 * 4 * 128)   # 8 rows of V=128
+    monkeypatch.setattr("replaycompile.passes.rewrite.LM_HEAD_CHUNK_BUFFER_BYTES", 8 * 4 * 128)   # 8 rows of V=128
     model = tiny_model(family)
     ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
     ref = run(step_loss, model, ids, am, adv, p)
@@ -53,7 +53,7 @@ def test_chunked_lm_head_under_detach_prefix_equals_the_spec():
 
 
 def test_auto_chunks_only_large_logits(monkeypatch):
-    """lm_head="auto" (the default) keeps the unfused LM head below LM_HEAD_CHUNKED_BYTES of float32 logits at
+    """lm_head="auto" (the default) keeps the unfused LM head below LM_HEAD_AUTO_THRESHOLD_BYTES of float32 logits at
     the predicting rows and takes the chunked one at or above it; both exact."""
     model = tiny_model("qwen3")
     ids, am, adv, p = group_batch()
@@ -64,10 +64,10 @@ def test_auto_chunks_only_large_logits(monkeypatch):
     assert st["lm_head_chunked"] == 0
     rows = st["lm_head_rows"]            # the unique rows the head computes, fewer than the (row, target) pairs
     assert 0 < rows < int(am[:, p:].sum())
-    monkeypatch.setattr(backend, "LM_HEAD_CHUNKED_BYTES", rows * 128 * 4 + 4)   # just above: still plain
+    monkeypatch.setattr(backend, "LM_HEAD_AUTO_THRESHOLD_BYTES", rows * 128 * 4 + 4)   # just above: still plain
     assert_same_step(ref, run(step, model, ids, am, adv, p))
     assert replaycompile.last_stats()["lm_head_chunked"] == 0
-    monkeypatch.setattr(backend, "LM_HEAD_CHUNKED_BYTES", rows * 128 * 4)       # reached: chunked
+    monkeypatch.setattr(backend, "LM_HEAD_AUTO_THRESHOLD_BYTES", rows * 128 * 4)       # reached: chunked
     assert_same_step(ref, run(step, model, ids, am, adv, p))
     assert replaycompile.last_stats()["lm_head_chunked"] == 1
 

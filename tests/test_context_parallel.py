@@ -15,7 +15,7 @@ from helpers import free_port, group_batch
 from test_detach_prefix import tree_batch
 from replaycompile.context_parallel import context_shards, cp_tree_attention, visible_keys
 from replaycompile.kernels.tree_attention_reference import tree_attention_reference
-from replaycompile.plan import build_plan
+from replaycompile.runtime.plan import build_plan
 
 HQ, HKV, D = 4, 2, 8
 
@@ -191,7 +191,7 @@ def _step_worker(rank, world, port, kind, out):
         torch.set_num_threads(1)
         import replaycompile
         from helpers import AOT, step_loss
-        from replaycompile.models import tiny_model
+        from replaycompile.testing.models import tiny_model
 
         def build():
             torch.manual_seed(0)

@@ -8,7 +8,7 @@ import torch
 from helpers import AOT, assert_same_step, group_batch, grpo_loss, run, step_loss, unique_prefix_tokens
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 
 
 def _break_before(layer):

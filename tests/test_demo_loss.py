@@ -5,7 +5,7 @@ constant, so "replay's loss equals eager's" proved nothing)."""
 import torch
 
 from replaycompile.cli import demo_batch, demo_model, demo_step
-from replaycompile.models import behaviour_logprobs, tiny_model
+from replaycompile.testing.models import behaviour_logprobs, tiny_model
 
 SHAPE = dict(layers=1, vocab=300)
 BATCH = dict(group=4, prompt_len=16, cmin=4, cmax=8)

@@ -17,8 +17,8 @@ from torch._subclasses.fake_tensor import is_fake
 from helpers import AOT, assert_same_step, grpo_loss, prefix_keys, run, step_loss
 
 import replaycompile
-from replaycompile.models import tiny_model
-from replaycompile.plan import build_plan, split_shared
+from replaycompile.testing.models import tiny_model
+from replaycompile.runtime.plan import build_plan, split_shared
 
 DETACH = {**AOT, "mode": "detach_prefix"}
 
@@ -48,7 +48,7 @@ def tree_batch(prompt_len=9, stems=((2, (4, 3)), (3, (5, 1, 2))), vocab=128, see
 
 
 def shared_lengths(ids, am) -> list[int]:
-    """Per row, how many leading tokens two or more rows hold (independent of replaycompile.plan)."""
+    """Per row, how many leading tokens two or more rows hold (independent of replaycompile.runtime.plan)."""
     keys, mask = prefix_keys(ids, am, None)
     count: dict = {}
     for b in range(len(keys)):

@@ -18,7 +18,7 @@ from helpers import AOT, assert_same_step, group_batch, grpo_loss, run, step_los
 from test_detach_prefix import tree_batch
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 from replaycompile.passes import recurrent
 
 EAGER_INNER = {**AOT, "inner": "eager"}
@@ -337,7 +337,7 @@ def _assert_tree_scanned(st, batch, layers, graphs):
     assert st["recurrent_tree_scan"] == layers and st["recurrent_per_row"] == [], st
     assert st["recurrent_tokens_computed"] == 0, st  # no layer ran on the rows
     assert st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st
-    from replaycompile import ops
+    from replaycompile.kernels import packing as ops
     from replaycompile.passes.rewrite import tree_scan_call
 
     calls = [n.target for n in graphs[0].packed.gm.graph.nodes if n.op == "call_function"]

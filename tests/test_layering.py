@@ -1,5 +1,6 @@
-"""Imports run one way (issue 12): the backend's entry point loads no rollout or Sparrow layer above it, the
-kernels import no pass, no backend and no Triton at module level, and the schedule and stats modules are leaves."""
+"""Imports run one way (issues 12, 34): the backend's entry point loads no rollout or Sparrow layer above it, the
+kernels import no pass, no backend and no Triton at module level, the schedule and stats modules are leaves, passes
+import no runtime, the runtime only the passes' records, and Sparrow nothing of the replay runtime."""
 
 from __future__ import annotations
 
@@ -25,6 +26,64 @@ def _module_level_imports(path: pathlib.Path) -> set[str]:
     return names
 
 
+def _all_imports(path: pathlib.Path, package: str) -> dict[str, set[str]]:
+    """Every import in a file (function bodies too), as absolute module -> names imported from it."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out.setdefault(a.name, set())
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = base[:len(base) - node.level + 1] if node.level else []
+            mod = ".".join(base + ([node.module] if node.module else []))
+            out.setdefault(mod, set()).update(a.name for a in node.names)
+    return out
+
+
+def _project_imports(folder: str, package: str) -> dict[str, dict[str, set[str]]]:
+    return {p.name: {m: n for m, n in _all_imports(p, package).items() if m.startswith("replaycompile")}
+            for p in sorted((ROOT / folder).glob("*.py"))}
+
+
+def test_passes_import_no_runtime():
+    """Passes map graphs to graphs: they import kernels and each other, nothing of the backend, runtime, Sparrow,
+    planning or stats (no call path reaches back into a pass from below, none from a pass up)."""
+    for name, mods in _project_imports("passes", "replaycompile.passes").items():
+        for m in mods:
+            assert m.startswith(("replaycompile.passes", "replaycompile.kernels")), f"passes/{name} imports {m}"
+
+
+# what the runtime may read of the passes: the records they hand it and the evaluators of those records
+RUNTIME_READS = {
+    "replaycompile.passes.rewrite": {"PackedGraph", "PLAN_INPUTS", "SPLIT_INPUTS"},
+    "replaycompile.passes.loss_weights": {"keep_positions"},
+    "replaycompile.passes": {"mask_probe"},
+    "replaycompile.passes.nodes": {"count", "subgraph_module"},
+    "replaycompile.passes.region": {"GraphAnalysis"},
+}
+
+
+def test_runtime_reads_only_the_passes_records():
+    """The runtime executes: of the passes it reads the records they wrote (``PackedGraph``, the analysis) and
+    their evaluators; it imports no backend and no Sparrow."""
+    for name, mods in _project_imports("replaycompile/runtime", "replaycompile.runtime").items():
+        for m, names in mods.items():
+            assert not m.startswith(("replaycompile.backend", "replaycompile.sparrow")), f"runtime/{name}: {m}"
+            if m.startswith("replaycompile.passes"):
+                assert names <= RUNTIME_READS.get(m, set()), f"runtime/{name} imports {names} from {m}"
+
+
+def test_sparrow_imports_nothing_of_the_replay_runtime():
+    """Sparrow is its own product: kernels, its own pass (``sparrow_rewrite``), the stats record and the inner
+    compilers; nothing of the replay backend, its runtime or its passes."""
+    allowed = ("replaycompile.sparrow", "replaycompile.kernels", "replaycompile.passes.sparrow_rewrite",
+               "replaycompile.stats", "replaycompile.inner")
+    for name, mods in _project_imports("replaycompile/sparrow", "replaycompile.sparrow").items():
+        for m in mods:
+            assert m.startswith(allowed), f"sparrow/{name} imports {m}"
+
+
 def test_kernels_import_only_torch_and_each_other():
     """Kernels know tensors: no pass, no backend, no rollout, and Triton only inside the paths that build a kernel
     (kernels/triton_build.py imports it on first use)."""
@@ -36,7 +95,7 @@ def test_kernels_import_only_torch_and_each_other():
 def test_schedule_and_stats_are_leaves():
     assert _module_level_imports(ROOT / "replaycompile" / "stats.py") <= {
         "__future__", "dataclasses", "itertools", "logging", "threading", "typing"}
-    project = {n for n in _module_level_imports(ROOT / "replaycompile" / "schedule.py")
+    project = {n for n in _module_level_imports(ROOT / "replaycompile" / "sparrow" / "schedule.py")
                if n.startswith(("replaycompile", "."))}
     assert project == {"replaycompile.kernels.block_sparse"}, project
 
@@ -59,13 +118,14 @@ def test_integrations_import_no_framework_at_module_level():
 SCRIPT = textwrap.dedent("""
     import sys
     import replaycompile.backend  # what torch.compile(backend="replay") loads through the entry point
-    above = ["replaycompile.rollout", "replaycompile.calibration", "replaycompile.acceptance", "replaycompile.sparrow",
-             "replaycompile.controller", "replaycompile.losses", "replaycompile.distill", "replaycompile.retrieval"]
+    # (the package replaycompile.sparrow is a lazy namespace: SparrowSchedule's module loads, nothing above it)
+    above = ["replaycompile.sparrow." + m for m in ("rollout", "calibration", "acceptance", "controller", "losses",
+                                                    "distill", "retrieval", "graph")]
     assert not [m for m in above if m in sys.modules], [m for m in above if m in sys.modules]
     assert "triton" not in sys.modules  # nothing built a Triton kernel yet
     import replaycompile
-    replaycompile.sparrow  # the lazy namespace loads the layer above on first use
-    assert "replaycompile.rollout" in sys.modules and "replaycompile.calibration" in sys.modules
+    replaycompile.sparrow.calibrate  # the lazy names load the layer above on first use
+    assert "replaycompile.sparrow.rollout" in sys.modules and "replaycompile.sparrow.calibration" in sys.modules
     print("ok")
 """)
 

@@ -1,17 +1,14 @@
 """bench/loss_forms.py's loss forms under backend="replay" (inner aot_eager) on a tiny model: every form's loss and
 every parameter's gradient equal its own eager step's (fp32: loss rel 1e-5, worst parameter grad rel 1e-4), and
 the backend packs it (last_stats()["applied"], printed: run with -s to see it and the fallback reason)."""
-import pathlib
-import sys
-
 import pytest
 import torch
+from helpers import load_script
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+import replaycompile
+from replaycompile.testing.models import tiny_model
 
-import loss_forms as lf  # noqa: E402
-import replaycompile  # noqa: E402
-from replaycompile.models import tiny_model  # noqa: E402
+lf = load_script("bench/loss_forms.py")
 
 # forms the backend packs today (all of them, d and d2 included: HF's cross-entropy loss and F.cross_entropy
 # over every position); a form that stops packing fails here, with the reason in the message

@@ -14,7 +14,7 @@ from test_detach_prefix import tree_batch
 from torch._dynamo.utils import counters
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 
 
 def old_all(ids):

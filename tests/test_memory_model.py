@@ -1,4 +1,4 @@
-"""The memory model (replaycompile/memory.py) against measured peaks of tiny steps, its monotonicity, and a smoke
+"""The memory model (replaycompile/planning/memory.py) against measured peaks of tiny steps, its monotonicity, and a smoke
 run of bench/long_context.py's pieces."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pathlib
 import pytest
 import torch
 
-from replaycompile import memory
-from replaycompile.models import tiny_config, tiny_model
+from replaycompile.planning import memory
+from replaycompile.testing.models import tiny_config, tiny_model
 from helpers import load_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ import torch
 from helpers import group_batch, grpo_loss, load_script
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 from replaycompile.passes import recurrent
 
 families = load_script("bench/families.py")

@@ -15,7 +15,7 @@ from test_analysis import capture
 from test_detach_prefix import tree_batch
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 from replaycompile.passes.nodes import BT
 from replaycompile.passes.region import analyze
 

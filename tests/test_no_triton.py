@@ -15,11 +15,12 @@ SCRIPT = textwrap.dedent("""
     import torch
     import replaycompile
     import replaycompile.backend
-    from replaycompile import rollout, sparrow  # noqa: F401 - the whole package imports
+    from replaycompile import sparrow  # noqa: F401 - the whole package imports
+    from replaycompile.sparrow import rollout  # noqa: F401
     from replaycompile.kernels import block_sparse_attention as bsa, sparse_decode as sd, tree_attention  # noqa: F401
     from replaycompile.kernels.block_sparse import causal_block_mask, BlockLayout
-    from replaycompile.models import tiny_model
-    from replaycompile.schedule import SparrowSchedule  # noqa: F401
+    from replaycompile.testing.models import tiny_model
+    from replaycompile.sparrow.schedule import SparrowSchedule  # noqa: F401
 
     torch.manual_seed(0)
     # the replay backend with the PyTorch tree attention: a batch sharing a prompt, forward and backward

@@ -1,4 +1,4 @@
-"""replaycompile/ops.py, the index ops the rewrite inserts: ``pack_rows`` (row layout -> packed tokens),
+"""kernels/packing.py (replaycompile.kernels.packing), the index ops the rewrite inserts: ``pack_rows`` (row layout -> packed tokens),
 ``replay`` (packed -> row layout, zeros at pads; its backward sums every row's gradient of a shared token into
 the one packed row), ``replay_gather`` (``replay(x).gather(-1, index)`` without the [B, T, V] tensor) and
 ``replay_log_softmax_gather`` (``replay_gather(x.log_softmax(-1), ...)`` with its own one-pass backward).
@@ -11,8 +11,8 @@ from helpers import group_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replaycompile import ops
-from replaycompile.plan import build_plan
+from replaycompile.kernels import packing as ops
+from replaycompile.runtime.plan import build_plan
 
 
 def _plan():

@@ -1,15 +1,11 @@
 """The benchmarks' peer baselines compute what eager computes (a baseline that drifts would make every ratio
 against it meaningless)."""
-import pathlib
-import sys
-
 import pytest
 import torch
+from helpers import load_script
 
 pytest.importorskip("prefix_grouper")
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
-
-import long_context as lc  # noqa: E402
+lc = load_script("bench/long_context.py")
 
 
 @pytest.mark.parametrize("cmin,cmax", [(3, 9), (8, 8)])

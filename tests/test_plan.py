@@ -1,4 +1,4 @@
-"""Tests for replaycompile.plan against a naive pure-Python prefix dictionary."""
+"""Tests for replaycompile.runtime.plan against a naive pure-Python prefix dictionary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replaycompile.plan import ReplayPlan, build_plan
+from replaycompile.runtime.plan import ReplayPlan, build_plan
 
 
 SETTINGS = settings(
@@ -296,7 +296,7 @@ def test_refine_selection_keeps_exactly_the_kept_positions(data):
     """ReplayPlan.refine_selection: every kept real position reads the token it read before; every dropped one
     reads the pad slot; the refined index holds exactly the tokens some kept position reads, in order; fewer than
     two would remain: unchanged."""
-    from replaycompile.plan import ReplayPlan
+    from replaycompile.runtime.plan import ReplayPlan
     b = data.draw(st.integers(1, 4))
     k = data.draw(st.integers(1, 6))
     m = data.draw(st.integers(1, 8))

@@ -1,4 +1,4 @@
-"""``replaycompile plan`` (replaycompile/planner.py): the per-rank memory and FLOPs planner."""
+"""``replaycompile plan`` (replaycompile/planning/planner.py): the per-rank memory and FLOPs planner."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import sys
 import pytest
 import torch
 
-from replaycompile import memory, planner
+from replaycompile.planning import memory, planner
 from replaycompile.cli import main as cli_main
-from replaycompile.models import tiny_config
+from replaycompile.testing.models import tiny_config
 
 BUDGET = planner.BUILTIN_CONFIGS["budget"]
 
 
 def test_one_rank_step_peak_is_the_memory_models():
-    """On one rank the step peak is replaycompile.memory's prediction (what bench/long_context.py checks against
+    """On one rank the step peak is replaycompile.planning.memory's prediction (what bench/long_context.py checks against
     its measured points), variant by variant; the rank total adds the weights and the optimizer state."""
     comps = [70, 128, 96, 64]
     r = planner.plan_step("budget", 4, 4096, comps, dtype=torch.float32, optimizer_bytes_per_param=8)
@@ -146,7 +146,8 @@ def test_within_15_percent_of_every_recorded_measurement():
         for pt in rec["points"]:
             r = planner.plan_step(rec["model"], rec["group"], pt["prompt_len"], pt["completions"],
                                   dtype=torch.float32, lm_head=pt.get("lm_head", "chunked"), cp=pt.get("cp", 1),
-                                  variants=[pt["variant"]], fsdp=pt.get("fsdp", True))
+                                  variants=[pt["variant"]], fsdp=pt.get("fsdp", True),
+                                  shared_chunks=pt.get("shared_chunks", 1))
             pred = r.variants[pt["variant"]].step_peak
             assert abs(pred - pt["peak_bytes"]) <= 0.15 * pt["peak_bytes"], (f.name, pt["variant"],
                                                                                pt["prompt_len"], pred)

@@ -1,5 +1,5 @@
 """The rewrite (passes/rewrite.py) and its contract with the runtime: the packed graph declares its extra inputs
-and builds them from a batch's plan (``PackedGraph.inputs``); the packed graph run on them equals eager. Every
+and builds them from a batch's plan (``runtime.inputs.packed_inputs``); the packed graph run on them equals eager. Every
 pass's counters (``torch._dynamo.utils.counters["replay"]``) say what it did, so a pass that silently stops
 matching fails here."""
 
@@ -11,11 +11,12 @@ from helpers import AOT, group_batch, step_loss
 from torch._dynamo.utils import counters
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 from replaycompile.passes.region import analyze
 from replaycompile.passes.rewrite import PLAN_INPUTS, SPLIT_INPUTS, choose_blocks, rewrite
+from replaycompile.runtime.inputs import lm_head_rows, packed_inputs, without_lm_head
 from replaycompile.passes.sink_slices import sink_slices
-from replaycompile.plan import build_plan, split_shared
+from replaycompile.runtime.plan import build_plan, split_shared
 
 LAYERS = 2
 
@@ -47,7 +48,7 @@ def _args(gm, inputs, ids, am):
 @pytest.mark.parametrize("detach_prefix", [False, True], ids=["exact", "detach_prefix"])
 @pytest.mark.parametrize("chunked", [False, True], ids=["plain_head", "chunked_head"])
 def test_packed_graph_runs_on_the_inputs_it_declares(detach_prefix, chunked):
-    """``PackedGraph.inputs(args, plan, split)`` gives exactly the placeholders the packed graph added, in its
+    """``runtime.inputs.packed_inputs(packed, args, plan, split)`` gives exactly the placeholders the packed graph added, in its
     order, and the packed graph run on them gives eager's loss (exact mode: and its gradients)."""
     model = tiny_model("qwen3", num_hidden_layers=LAYERS)
     ids, am, adv, p = group_batch(prompt_len=12)
@@ -68,7 +69,7 @@ def test_packed_graph_runs_on_the_inputs_it_declares(detach_prefix, chunked):
 
     plan = build_plan(ids, am)
     split = split_shared(plan) if detach_prefix else None
-    extra = packed.inputs(args, plan, split)
+    extra, _ = packed_inputs(packed, args, plan, split)
     assert len(extra) == len(ph) - n_orig
     assert all(isinstance(x, torch.Tensor) and x.dtype == torch.int64 for x in extra)
     if chunked:
@@ -76,10 +77,10 @@ def test_packed_graph_runs_on_the_inputs_it_declares(detach_prefix, chunked):
         # leaves out the positions the loss weighs by zero (those predicting a pad: passes/loss_weights.py)
         b = ids.shape[0]
         predicting = am[:, p:] if not detach_prefix else am[:, p - 1:-1]
-        assert packed.lm_head_rows(extra) == int(predicting.sum()) - (b - 1)
-        assert len(packed.without_lm_head(extra)) == len(extra) - 3 * (2 if detach_prefix else 1)
+        assert lm_head_rows(packed, extra) == int(predicting.sum()) - (b - 1)
+        assert len(without_lm_head(packed, extra)) == len(extra) - 3 * (2 if detach_prefix else 1)
     else:
-        assert packed.lm_head_rows(extra) == 0 and packed.without_lm_head(extra) == extra
+        assert lm_head_rows(packed, extra) == 0 and without_lm_head(packed, extra) == extra
 
     model.zero_grad()
     ref = step_loss(model, ids, am, adv, p)
@@ -139,7 +140,7 @@ def test_block_sizes_are_chosen_in_the_rewrite():
     assert "layout" in packed.extra_inputs
     plan = build_plan(ids, am)
     assert len(a.slices) == 1  # the loss's logits[:, p-1:-1]
-    assert len(packed.inputs(inputs, plan)) == len(PLAN_INPUTS) + 6 + 2  # the plan, the layout, the slice's two
+    assert len(packed_inputs(packed, inputs, plan)[0]) == len(PLAN_INPUTS) + 6 + 2  # the plan, the layout, the slice's two
 
 
 def test_backend_counts_every_pass_of_a_step():

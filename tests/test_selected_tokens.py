@@ -10,7 +10,7 @@ from helpers import AOT, assert_same_step, group_batch, grpo_loss, run, step_los
 from torch._dynamo.utils import counters
 
 import replaycompile
-from replaycompile.models import tiny_model
+from replaycompile.testing.models import tiny_model
 
 
 def _keep_step(model, ids, am, adv, p):

@@ -110,7 +110,7 @@ def test_logits_to_keep_then_shift_packs_the_head_once():
     unique predicting rows (as for logits[:, P-1:-1]); exact."""
     import replaycompile
     from helpers import AOT, assert_same_step, group_batch, run
-    from replaycompile.models import tiny_model
+    from replaycompile.testing.models import tiny_model
 
     model = tiny_model("qwen3")
     ids, am, adv, p = group_batch()

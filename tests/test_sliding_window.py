@@ -144,7 +144,7 @@ from helpers import AOT, assert_same_step, group_batch, step_loss  # noqa: E402
 from test_detach_prefix import tree_batch  # noqa: E402
 
 import replaycompile  # noqa: E402
-from replaycompile.models import _TINY  # noqa: E402
+from replaycompile.testing.models import _TINY  # noqa: E402
 
 WINDOW = 4  # smaller than the 9-10 token prompts and crossing every branch point
 
@@ -284,7 +284,7 @@ def test_chunk_positions_count_from_each_rows_first_real_token(split):
     from helpers import group_batch
 
     from replaycompile.passes.rewrite import chunk_positions
-    from replaycompile.plan import build_plan, split_shared
+    from replaycompile.runtime.plan import build_plan, split_shared
 
     ids, am, _, _ = group_batch(lens=(6, 2, 6, 5, 1))
     am = am.clone()

@@ -1,4 +1,4 @@
-"""Calibration (replaycompile/calibration.py) on the retrieval test model (replaycompile/retrieval.py), and the
+"""Calibration (replaycompile/sparrow/calibration.py) on the retrieval test model (replaycompile/sparrow/retrieval.py), and the
 benchmark's verdicts."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import logging
 import pytest
 import torch
 
-from replaycompile import calibration
-from replaycompile.acceptance import acceptance_summary
-from replaycompile.calibration import calibrate, calibration_windows, measure_acceptance, measure_windows
-from replaycompile.retrieval import recall_accuracy, recall_sequences, retrieval_model
-from replaycompile.schedule import SparrowSchedule
+from replaycompile.sparrow import calibration
+from replaycompile.sparrow.acceptance import acceptance_summary
+from replaycompile.sparrow.calibration import calibrate, calibration_windows, measure_acceptance, measure_windows
+from replaycompile.sparrow.retrieval import recall_accuracy, recall_sequences, retrieval_model
+from replaycompile.sparrow.schedule import SparrowSchedule
 
 
 def test_retrieval_model_really_retrieves():

@@ -1,4 +1,4 @@
-"""Recalibration while training (replaycompile/controller.py): ``ScheduleController`` on synthetic monitor rows,
+"""Recalibration while training (replaycompile/sparrow/controller.py): ``ScheduleController`` on synthetic monitor rows,
 its invariants as properties, and a real decode whose policy drifts."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import replaycompile.backend as backend
+import replaycompile.sparrow.graph as sparrow_graph
 from helpers import instances_of
-from replaycompile import rollout, sparrow
-from replaycompile.acceptance import AcceptanceMonitor
-from replaycompile.controller import ScheduleController
-from replaycompile.retrieval import recall_sequences, retrieval_model
-from replaycompile.schedule import SparrowSchedule
+from replaycompile import sparrow
+from replaycompile.sparrow import rollout
+from replaycompile.sparrow.acceptance import AcceptanceMonitor
+from replaycompile.sparrow.controller import ScheduleController
+from replaycompile.sparrow.retrieval import recall_sequences, retrieval_model
+from replaycompile.sparrow.schedule import SparrowSchedule
 
 BT = 256  # bucket tokens of the synthetic schedules: 16 pages of 16 tokens per bucket
 
@@ -318,7 +319,7 @@ def test_controller_recovers_acceptance_when_the_policy_drifts_without_recompili
     where p5 fell, p5 returns to >= target in every bin, and the one compiled decode step serves every table.
     Scored by centroids (``page_score="centroid"``): the drift blurs them, while the default bound score keeps
     the answer page through it (p5 1.0 in both bins at 1 page, steps 0-6), so it would not break the budget."""
-    sparrow_graphs = instances_of(monkeypatch, backend.SparrowGraph)
+    sparrow_graphs = instances_of(monkeypatch, sparrow_graph.SparrowGraph)
     model = retrieval_model(noise=0.5)
     k_calm = model.model.layers[2].self_attn.k_proj.weight.detach().clone()
     k_drifted = retrieval_model(noise=8.0).model.layers[2].self_attn.k_proj.weight.detach().clone()

@@ -10,7 +10,7 @@ import torch
 
 from replaycompile.kernels import sparse_decode as sd
 from replaycompile.kernels.sparse_decode_reference import select_pages_reference, sparse_decode_reference
-from replaycompile.schedule import SparrowSchedule
+from replaycompile.sparrow.schedule import SparrowSchedule
 
 
 def _decode_case(b=2, hq=4, hkv=2, d=16, length=100, kv_len=77, seed=0, dtype=torch.float32):

@@ -1,4 +1,4 @@
-"""DistillSparse (replaycompile/distill.py): LoRA adapters that keep the sparse rollout policy close to the dense
+"""DistillSparse (replaycompile/sparrow/distill.py): LoRA adapters that keep the sparse rollout policy close to the dense
 one."""
 
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from replaycompile.retrieval import recall_sequences, retrieval_model
-from replaycompile.schedule import SparrowSchedule
+from replaycompile.sparrow.retrieval import recall_sequences, retrieval_model
+from replaycompile.sparrow.schedule import SparrowSchedule
 
 
 def test_distill_sparse_reduces_the_kl_and_leaves_the_dense_policy_alone():
-    from replaycompile.distill import DistillSparse
+    from replaycompile.sparrow.distill import DistillSparse
 
     model = retrieval_model()
     ctx = 256
@@ -68,7 +68,7 @@ def test_training_selection_scores_pages_as_the_decoder_does(page_score):
     """The last query block of a sequence holding one query selects the pages the decoder's reference selects
     for that query at that KV length, with either page score (the zero-padded block mean only scales the
     query, which no ranking sees)."""
-    from replaycompile.distill import training_selection
+    from replaycompile.sparrow.distill import training_selection
     from replaycompile.kernels.sparse_decode_reference import select_pages_reference
 
     g = torch.Generator().manual_seed(3)

@@ -79,7 +79,7 @@ def test_long_rollout_report_has_per_bin_p5_from_the_held_out_rollouts(long_run)
 def test_long_rollout_schedule_is_saved_for_a_rerun(long_run):
     """The calibrated schedule is written beside the report, and ``--schedule`` reads it back in place of a
     calibration (the long contexts' calibration is the run's most expensive part)."""
-    from replaycompile.schedule import SparrowSchedule
+    from replaycompile.sparrow.schedule import SparrowSchedule
 
     ex, _, res, out = long_run
     saved = SparrowSchedule.load(out / "sparrow_long_schedule.json")

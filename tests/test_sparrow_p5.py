@@ -13,10 +13,10 @@ import math
 
 import torch
 
-from replaycompile.acceptance import acceptance_summary, order_statistic_rank
-from replaycompile.calibration import measure_windows
-from replaycompile.retrieval import _ANS, HIDDEN, KEYS, VALUES, recall_sequences, retrieval_model
-from replaycompile.schedule import SparrowSchedule
+from replaycompile.sparrow.acceptance import acceptance_summary, order_statistic_rank
+from replaycompile.sparrow.calibration import measure_windows
+from replaycompile.sparrow.retrieval import _ANS, HIDDEN, KEYS, VALUES, recall_sequences, retrieval_model
+from replaycompile.sparrow.schedule import SparrowSchedule
 from helpers import load_script
 
 READOUT = 0.25  # examples/sparrow_grpo.py's --readout default

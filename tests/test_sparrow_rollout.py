@@ -1,4 +1,4 @@
-"""Rollouts (replaycompile/rollout.py): sampling, dense and Sparrow decode steps through the backend and its
+"""Rollouts (replaycompile/sparrow/rollout.py): sampling, dense and Sparrow decode steps through the backend and its
 rewrite (passes/sparrow_rewrite.py), the session's cache."""
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ import pytest
 import torch
 
 import replaycompile
-import replaycompile.backend as backend
+import replaycompile.sparrow.graph as sparrow_graph
 from helpers import instances_of
-from replaycompile import rollout, stats
-from replaycompile.models import tiny_model
-from replaycompile.retrieval import recall_sequences, retrieval_model
-from replaycompile.schedule import SparrowSchedule
+from replaycompile import stats
+from replaycompile.sparrow import rollout
+from replaycompile.testing.models import tiny_model
+from replaycompile.sparrow.retrieval import recall_sequences, retrieval_model
+from replaycompile.sparrow.schedule import SparrowSchedule
 
 
 def test_top_p_truncates_by_hand():
@@ -36,7 +37,7 @@ def test_top_p_truncates_by_hand():
 
 @pytest.fixture
 def sparrow_graphs(monkeypatch):
-    return instances_of(monkeypatch, backend.SparrowGraph)
+    return instances_of(monkeypatch, sparrow_graph.SparrowGraph)
 
 
 def _prompts(b=3, t=40, seed=0):
@@ -148,7 +149,7 @@ def test_other_graphs_compile_unchanged_with_a_schedule(sparrow_graphs, caplog):
 def test_a_decode_step_left_dense_warns_once_and_says_so_in_stats(monkeypatch, caplog):
     """A one-token-per-row attention the rewrite refuses (here: no mask, so no static cache) runs dense: a
     warning once per reason, and every call's stats say it was not applied and why."""
-    monkeypatch.setattr(backend.SparrowGraph, "_warned", set())
+    monkeypatch.setattr(stats, "_WARNED", set())
     g = torch.Generator().manual_seed(0)
     q, k, v = torch.randn(1, 2, 1, 16, generator=g), torch.randn(1, 2, 64, 16, generator=g), torch.randn(
         1, 2, 64, 16, generator=g)

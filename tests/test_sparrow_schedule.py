@@ -1,4 +1,4 @@
-"""Sparrow's schedule (replaycompile/schedule.py): budgets, validation, JSON, and the backend's schedule option."""
+"""Sparrow's schedule (replaycompile/sparrow/schedule.py): budgets, validation, JSON, and the backend's schedule option."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 import replaycompile
-from replaycompile.schedule import SparrowSchedule
+from replaycompile.sparrow.schedule import SparrowSchedule
 
 
 def test_schedule_budget_and_json_round_trip(tmp_path):

@@ -12,7 +12,7 @@ from helpers import group_batch, load_script
 from replaycompile.kernels.ssd_reference import Mamba2Dims, Mamba2Weights, mamba2_rows, ssd_scan
 from replaycompile.kernels.ssd_tree import mamba2_packed, mamba2_tree_op
 from replaycompile.kernels.tree_scan import tree_scan_index
-from replaycompile.plan import build_plan
+from replaycompile.runtime.plan import build_plan
 
 families = load_script("bench/families.py")
 WEIGHTS = ("in_proj", "conv", "conv_bias", "dt_bias", "A_log", "D", "norm", "out_proj")

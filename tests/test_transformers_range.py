@@ -4,13 +4,10 @@ and as a two-level tree; the MoE families pack or decline with a reason; nothing
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
+from helpers import load_script
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-import families  # noqa: E402
+families = load_script("bench/families.py")
 
 ROTARY = ["llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text", "phi3", "olmo", "olmo2"]
 MOE = ["qwen3_moe", "mixtral"]

@@ -324,7 +324,7 @@ def test_no_n_by_n_tensor():
 def _suffix_case(dv=8, dtype=torch.float32):
     """detach_prefix's branch attention: the queries of a plan's branch tokens over cat(shared keys, own keys),
     from plan.split_shared of a two-level tree; the truth is the dense reference of the whole tree."""
-    from replaycompile.plan import build_plan, split_shared
+    from replaycompile.runtime.plan import build_plan, split_shared
 
     ids = torch.tensor([[5, 6, 7, 1, 2, 3, 0], [5, 6, 7, 1, 2, 4, 9], [5, 6, 7, 8, 8, 0, 0], [5, 6, 7, 8, 3, 3, 3]])
     am = (ids > 0).long()
@@ -386,7 +386,7 @@ def test_query_subset_is_those_rows_of_the_tree(batch, data, path):
     query and key counts only)."""
     from replaycompile.kernels.block_sparse_reference import masked_attention_reference
     from replaycompile.kernels.tree_attention_reference import tree_visibility_mask
-    from replaycompile.plan import build_plan
+    from replaycompile.runtime.plan import build_plan
 
     ids, am, pos = batch
     plan = build_plan(ids, am, pos)
@@ -422,7 +422,7 @@ def test_query_subset_is_those_rows_of_the_tree(batch, data, path):
 
 def test_query_subset_opcheck():
     """The op's registration (fake, autograd) holds for a query subset whose own runs do not cover the keys."""
-    from replaycompile.plan import build_plan
+    from replaycompile.runtime.plan import build_plan
 
     ids = torch.tensor([[5, 6, 7, 1, 2, 3], [5, 6, 7, 1, 4, 9], [5, 6, 7, 8, 8, 0]])
     am = (ids > 0).long()

@@ -13,8 +13,8 @@ from helpers import group_batch
 
 from replaycompile.kernels.tree_scan import gated_deltanet_packed, gated_deltanet_tree_op, tree_scan_index
 from replaycompile.kernels.tree_scan_reference import DeltaNetDims, DeltaNetWeights, gated_deltanet_rows
-from replaycompile.models import tiny_model
-from replaycompile.plan import build_plan
+from replaycompile.testing.models import tiny_model
+from replaycompile.runtime.plan import build_plan
 
 WEIGHTS = ("in_proj_qkvz", "in_proj_ba", "conv", "dt_bias", "A_log", "norm", "out_proj")
 

@@ -143,7 +143,7 @@ def test_compiled_model_is_refused_and_options_are_checked():
     """GRPOTrainer(model=torch.compile(model, backend="replay")) would never run replay (TRL replaces the forward):
     refused, pointing to compile_trainer. Unknown replay options raise before training; accelerate refuses
     torch_compile_backend="replay" (what the README says)."""
-    from replaycompile.models import tiny_model
+    from replaycompile.testing.models import tiny_model
 
     model = tiny_model("qwen3", vocab_size=256)
     with pytest.raises(ValueError, match="compile_trainer"):
@@ -169,7 +169,7 @@ def test_rloo_steps_equal_trl():
     """RLOOTrainer shares the per-token log-prob path: the same equality (its sequence-level loss, num_iterations=2)."""
     from trl import RLOOConfig, RLOOTrainer
 
-    from replaycompile.models import tiny_model
+    from replaycompile.testing.models import tiny_model
 
     def build():
         model = tiny_model("qwen3", vocab_size=256)
@@ -202,7 +202,7 @@ def test_peft_lora_steps_equal_trl():
     pytest.importorskip("peft")
     from peft import LoraConfig, get_peft_model
 
-    from replaycompile.models import tiny_model
+    from replaycompile.testing.models import tiny_model
 
     def policy():
         torch.manual_seed(0)  # the adapters' initialisation

@@ -33,7 +33,7 @@ def model_dir(tmp_path_factory):
 
 
 def schedule_file(folder, pages=PAGES, **kw):
-    from replaycompile.schedule import SparrowSchedule
+    from replaycompile.sparrow.schedule import SparrowSchedule
 
     path = folder / f"schedule_{pages}.json"
     SparrowSchedule.fixed(pages, page_size=PAGE, bucket_tokens=PAGE * 32, sink_pages=1, local_pages=1,

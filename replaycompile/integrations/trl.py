@@ -54,9 +54,10 @@ import functools
 import importlib.abc
 import logging
 import sys
-import types
 
 import torch
+
+from replaycompile.inner import own_code
 
 log = logging.getLogger("replaycompile")
 
@@ -123,9 +124,7 @@ def _compiled_step(options: dict):
     Dynamo caches per code object."""
     key = tuple(sorted((k, repr(v)) for k, v in options.items()))
     if key not in _steps:
-        fn = _replay_logps
-        code = fn.__code__.replace(co_name=f"_replay_logps_{len(_steps)}")
-        fn = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+        fn = own_code(_replay_logps, "_replay_logps")
         # not dynamic=True: it would turn float module attributes (attention_dropout) into graph inputs, and the
         # analysis could no longer see that dropout is off; batch and lengths are marked dynamic per call instead
         _steps[key] = torch.compile(fn, backend="replay", options=dict(options))

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import functools
 import logging
-import types
 from contextlib import nullcontext
 
 import torch
 
+from replaycompile.inner import own_code
 from .trl import _fresh_stats, _stats_call  # the stats of one forward, as the TRL integration reads them
 
 log = logging.getLogger("replaycompile")
@@ -90,9 +90,7 @@ def _compiled_step(options: dict):
     code object), shared by engines of the same model structure."""
     key = tuple(sorted((k, repr(v)) for k, v in options.items()))
     if key not in _steps:
-        fn = _verl_logps
-        code = fn.__code__.replace(co_name=f"_verl_logps_{len(_steps)}")
-        fn = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+        fn = own_code(_verl_logps, "_verl_logps")
         _steps[key] = torch.compile(fn, backend="replay", options=dict(options))
     return _steps[key]
 

@@ -33,7 +33,7 @@ import logging
 import os
 import re
 
-from replaycompile.schedule import SparrowSchedule
+from replaycompile.sparrow.schedule import SparrowSchedule
 
 __all__ = ["register", "schedule_path", "load_engine_schedule", "SETTING", "ENV_SCHEDULE", "KERNEL_SETTING",
            "SparrowWorkerExtension", "worker_stats", "set_worker_schedule"]

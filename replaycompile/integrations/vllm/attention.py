@@ -40,7 +40,7 @@ from replaycompile.kernels.paged_sparse_decode import (
     update_page_bounds,
     virtual_cache,
 )
-from replaycompile.schedule import MAX_BUCKETS
+from replaycompile.sparrow.schedule import MAX_BUCKETS
 
 from . import KERNEL_SETTING, SETTING, layer_index, load_engine_schedule
 

@@ -44,7 +44,7 @@ LM head over R projected rows (logits R x V):
                               4096): one chunk's logits at a time (softmax and gradient computed in place), plus
                               the V x h weight-gradient accumulator and the M x h saved rows
     replay, lm_head="auto"    (the backend's default) "chunked" where M V 4 bytes reach the backend's
-                              LM_HEAD_CHUNKED_BYTES (1 GiB), else "plain"
+                              LM_HEAD_AUTO_THRESHOLD_BYTES (1 GiB), else "plain"
 
 Activation checkpointing of every decoder layer (``*_ckpt``): the forward keeps each layer's input (h per
 token per layer) plus what it keeps outside the layers (eager 3h + 2d + 3, replay h; the packed graph's tree
@@ -71,7 +71,7 @@ Peaks per variant:
                           each; the branches (sum c_i tokens) keep their per-token set (above); both streams run
                           in one graph, layer by layer, so peak = K/V + branch activations + max(one layer's live
                           tensors of the shared tokens, (2h + 3ff) each, in the forward; grads + head in the
-                          backward)
+                          backward); with shared_chunks=K the shared tokens' term is (2h + 3ff) / K + h each
 
 The one empirical element is the saved set itself (which tensors PyTorch's autograd and inductor's min-cut
 partitioner keep); it was read off a different configuration than the ones it is checked on
@@ -82,7 +82,6 @@ out.
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -174,21 +173,24 @@ def _per_token(m: _Dims, kind: str) -> float:
 
 def lm_head_chunk_rows(vocab: int) -> int:
     """Rows per chunk of the chunked LM head (the rule of passes/rewrite.py: about 64 MiB of fp32 logits)."""
-    from replaycompile.passes.rewrite import LM_HEAD_CHUNK_BYTES
+    from replaycompile.passes.rewrite import LM_HEAD_CHUNK_BUFFER_BYTES
 
-    return min(4096, 1 << max(0, (LM_HEAD_CHUNK_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
+    return min(4096, 1 << max(0, (LM_HEAD_CHUNK_BUFFER_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
 
 
 def lm_head_auto(rows: int, vocab: int) -> str:
-    """What the backend's lm_head="auto" runs for ``rows`` predicting rows (backend.LM_HEAD_CHUNKED_BYTES)."""
-    from replaycompile.backend import LM_HEAD_CHUNKED_BYTES
+    """What the backend's lm_head="auto" runs for ``rows`` predicting rows (backend.LM_HEAD_AUTO_THRESHOLD_BYTES)."""
+    from replaycompile.backend import LM_HEAD_AUTO_THRESHOLD_BYTES
 
-    return "chunked" if rows * vocab * 4 >= LM_HEAD_CHUNKED_BYTES else "plain"
+    return "chunked" if rows * vocab * 4 >= LM_HEAD_AUTO_THRESHOLD_BYTES else "plain"
 
 
 def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "exact", dtype=torch.float32,
-              variant: str = "replay", lm_head: str = "auto") -> dict:
-    """The terms of the prediction in bytes (``peak`` is their combination at the peak)."""
+              variant: str = "replay", lm_head: str = "auto", shared_chunks: int = 1) -> dict:
+    """The terms of the prediction in bytes (``peak`` is their combination at the peak). ``shared_chunks``: the
+    backend option of that name (detach_prefix's shared stream run in that many chunks of its tokens)."""
+    if shared_chunks < 1:
+        raise ValueError(f"shared_chunks must be a positive int, got {shared_chunks!r}")
     m = _dims(config)
     b = _elem(dtype)
     comps = [int(response_len)] * group if isinstance(response_len, (int, float)) else [int(c) for c in response_len]
@@ -250,7 +252,10 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
             out["peak"] = grads + out["activations"] + out["head"]
         elif mode == "detach_prefix":
             out["kv"] = (P + M) * 2 * m.kd * m.L_kv * b
-            out["shared_transient"] = P * (2 * m.h + 3 * m.ff) * b
+            # one stretch's live tensors of the shared tokens: whole, or one chunk's while the stretch's input
+            # (the previous one's joined output, h per token) stays alive beside it
+            out["shared_transient"] = P * (2 * m.h + 3 * m.ff) * b if shared_chunks == 1 else \
+                P * ((2 * m.h + 3 * m.ff) / shared_chunks + m.h) * b
             out["activations"] = M * _per_token(m, "branch") * b
             # one graph runs both streams layer by layer: a shared layer's live tensors meet the branch
             # activations saved so far (all layers' at the last one), the gradients and head come in backward
@@ -261,7 +266,8 @@ def breakdown(config, group: int, prompt_len: int, response_len, mode: str = "ex
 
 
 def predict_peak_bytes(config, group: int, prompt_len: int, response_len, mode: str = "exact",
-                       dtype=torch.float32, variant: str = "replay", lm_head: str = "auto") -> int:
+                       dtype=torch.float32, variant: str = "replay", lm_head: str = "auto",
+                       shared_chunks: int = 1) -> int:
     """Predicted peak bytes allocated during one training step (one rank, one process), above the start.
 
     ``config``: a transformers PretrainedConfig (or a dict of its fields): hidden_size, num_hidden_layers,
@@ -272,16 +278,19 @@ def predict_peak_bytes(config, group: int, prompt_len: int, response_len, mode: 
     "replay", "replay_ckpt" (replay exact with every layer checkpointed), "replay_detach" (= replay with
     detach_prefix). ``lm_head``
     (replay only): "auto" (the backend's default), "chunked" (replaycompile::chunked_pair_logprobs) or "plain" (M x V logits;
-    the backend's ``lm_head="plain"`` option, or a graph whose LM head the rewrite does not chunk). The
-    accounting is in the module docstring."""
-    return int(breakdown(config, group, prompt_len, response_len, mode, dtype, variant, lm_head)["peak"])
+    the backend's ``lm_head="plain"`` option, or a graph whose LM head the rewrite does not chunk).
+    ``shared_chunks``: detach_prefix's option of that name. The accounting is in the module docstring."""
+    return int(breakdown(config, group, prompt_len, response_len, mode, dtype, variant, lm_head,
+                         shared_chunks)["peak"])
 
 
 def max_prompt_len(config, group: int, response_len, budget_bytes: float, dtype=torch.float32,
-                   variant: str = "replay", mode: str = "exact", hi: int = 1 << 21, lm_head: str = "auto") -> int:
+                   variant: str = "replay", mode: str = "exact", hi: int = 1 << 21, lm_head: str = "auto",
+                   shared_chunks: int = 1) -> int:
     """The longest prompt whose predicted peak fits ``budget_bytes`` (0 if none; ``hi`` if all up to it do)."""
     def fits(p):
-        return predict_peak_bytes(config, group, p, response_len, mode, dtype, variant, lm_head) <= budget_bytes
+        return predict_peak_bytes(config, group, p, response_len, mode, dtype, variant, lm_head,
+                                  shared_chunks) <= budget_bytes
     return longest_fitting(fits, hi)
 
 
@@ -363,17 +372,3 @@ def longstraw_headline_line(**kw) -> str:
             f"activations {s(a['response_activations'])} + LM head {s(a['lm_head'])}) = {s(a['peak'])} GB one pass, "
             f"{s(c['peak'])} GB chunked, of 96 ({'fits' if c['fits'] else 'does not fit'} chunked); the prompt K/V "
             f"alone is {100 * a['prompt_kv'] / a['rank_bytes']:.0f}% of a rank")
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="replaycompile memory model")
-    ap.add_argument("--longstraw", action="store_true", help="print what LongStraw's headline would need")
-    ap.add_argument("--optimizer-bytes", type=float, default=12.0,
-                    help="optimizer state bytes per parameter (AdamW + fp32 master: 12; offloaded: 0)")
-    args = ap.parse_args(argv)
-    print(longstraw_headline_line(optimizer_bytes_per_param=args.optimizer_bytes))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

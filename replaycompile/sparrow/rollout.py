@@ -17,7 +17,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from replaycompile import backend
+from replaycompile.stats import warn_once
+
+from .graph import sparrow_calls
 from replaycompile.kernels.block_sparse import cdiv
 from replaycompile.kernels.sparse_decode import SparseDecodeState
 
@@ -70,11 +72,11 @@ def _decode_step(model, schedule, inner: str, attention: str):
                                  options={"schedule": schedule, "inner": inner, "attention": attention})
 
         def step(**kw):
-            before = backend.sparrow_calls()
+            before = sparrow_calls()
             with torch._dynamo.config.patch(recompile_limit=max(_RECOMPILE_LIMIT,
                                                                 torch._dynamo.config.recompile_limit)):
                 out = compiled(**kw)
-            if backend.sparrow_calls() == before:
+            if sparrow_calls() == before:
                 _warn_dense_fallback()
             return out
 
@@ -89,24 +91,18 @@ def _dense_reference():
     """One dense schedule object for every ``reference="dense"`` rollout: decode steps are compiled per schedule
     object, so a new one per call would compile again."""
     if not _DENSE_REFERENCE:
-        from replaycompile.schedule import SparrowSchedule
+        from .schedule import SparrowSchedule
 
         _DENSE_REFERENCE.append(SparrowSchedule.dense(dense_layers=()))
     return _DENSE_REFERENCE[0]
 
 
-_warned_fallback = False
-_warned_cache_sizes: set = set()
 
 
 def _warn_dense_fallback() -> None:
-    global _warned_fallback
-    if not _warned_fallback:
-        _warned_fallback = True
-        import logging
-        logging.getLogger("replaycompile").warning(
-            "rollout: a decode step ran without the Sparrow rewrite (torch.compile fell back to eager, e.g. after "
-            "too many recompiles; TORCH_LOGS=recompiles says why): these tokens were decoded densely")
+    warn_once("rollout dense fallback",
+              "rollout: a decode step ran without the Sparrow rewrite (torch.compile fell back to eager, e.g. after "
+              "too many recompiles; TORCH_LOGS=recompiles says why): these tokens were decoded densely")
 
 
 def _cache_kwarg(model) -> str:
@@ -216,14 +212,11 @@ class DecodeSession:
         return self.logits
 
     def set_schedule(self, schedule, inner: str = "eager", attention: str = "auto") -> None:
-        if schedule is not None and self.max_len % schedule.page_size and \
-                (self.max_len, schedule.page_size) not in _warned_cache_sizes:
-            _warned_cache_sizes.add((self.max_len, schedule.page_size))
-            import logging
-            logging.getLogger("replaycompile").warning(
-                "DecodeSession: the cache holds %d tokens, not a whole number of the schedule's %d-token pages, so "
-                "every sparse step pads and copies it: pass the schedule when creating the session (its cache is "
-                "then sized in pages)", self.max_len, schedule.page_size)
+        if schedule is not None and self.max_len % schedule.page_size:
+            warn_once(("cache size", self.max_len, schedule.page_size),
+                      "DecodeSession: the cache holds %d tokens, not a whole number of the schedule's %d-token "
+                      "pages, so every sparse step pads and copies it: pass the schedule when creating the session "
+                      "(its cache is then sized in pages)", self.max_len, schedule.page_size)
         self.schedule = schedule
         self.step_fn = _decode_step(self.model, schedule, inner, attention)
 

@@ -16,7 +16,7 @@ context-parallel ranks), ``plan_step`` predicts for each way of running the step
 its per-rank step peak (the bytes the step allocates above what was there before it: saved activations,
 logits buffers, parameter gradients; what ``bench/long_context.py`` measures), the rank's total (plus the
 weights, the optimizer state and, under FSDP2, the gathered layers), the forward+backward FLOPs per rank, and the
-longest prompt whose rank total fits ``budget_bytes``. The accounting of the step is ``replaycompile.memory``'s,
+longest prompt whose rank total fits ``budget_bytes``. The accounting of the step is ``replaycompile.planning.memory``'s,
 term by term, checked against measured peaks (``tests/test_memory_model.py``, ``bench/long_context.py``).
 
 Parallel layout. FSDP2 shards weights, gradients and optimizer state over all ``dp * cp`` ranks (as torchtitan
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from replaycompile import memory
+from replaycompile.planning import memory
 
 __all__ = ["plan_step", "StepPlanReport", "BUILTIN_CONFIGS", "load_config", "step_flops"]
 
@@ -208,12 +208,14 @@ class StepPlanReport:
 
 def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfloat16, dp: int = 1, cp: int = 1,
               budget_bytes: float | None = None, optimizer_bytes_per_param: float = 12.0,
-              lm_head: str = "auto", variants=PLANNED, cp_search: bool = True, fsdp: bool = True) -> StepPlanReport:
+              lm_head: str = "auto", variants=PLANNED, cp_search: bool = True, fsdp: bool = True,
+              shared_chunks: int = 1) -> StepPlanReport:
     """Predict each variant's per-rank memory and FLOPs (module docstring). ``response_len``: one completion
     length for every row or ``group`` lengths. ``budget_bytes``: a rank's memory; the longest prompt whose rank
     total fits it is searched per variant, and for the replay variants the fewest CP ranks (a power of two, up
     to 4096) at which this prompt fits. ``optimizer_bytes_per_param``: AdamW with fp32 master weights and
-    two moments 12 (bf16 training), 8 in fp32 (the weights are the master copy), 0 if offloaded."""
+    two moments 12 (bf16 training), 8 in fp32 (the weights are the master copy), 0 if offloaded.
+    ``shared_chunks``: replay_detach's shared stream in that many chunks (the backend option)."""
     if dp < 1 or cp < 1:
         raise ValueError(f"dp and cp are rank counts (>= 1), got dp={dp}, cp={cp}")
     unknown = [v for v in variants if v not in PLANNED]
@@ -256,7 +258,8 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
         cr = list(comps) if v == "replay_detach" else [math.ceil(c / split) for c in comps]
         # the CP step runs the plain LM head (the chunked one is not built for it)
         head = ("plain" if split > 1 else lm_head) if v.startswith("replay") else "auto"
-        t = memory.breakdown(d, group, pr, cr, dtype=dtype, variant=mv, lm_head=head)
+        t = memory.breakdown(d, group, pr, cr, dtype=dtype, variant=mv, lm_head=head,
+                             shared_chunks=shared_chunks if v == "replay_detach" else 1)
         step = t["peak"]
         if shard > 1:  # FSDP2: the gradients are reduce-scattered layer by layer; a rank keeps its shard
             step -= t["grads"] - t["grads"] / shard
@@ -290,7 +293,7 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
             if v.startswith("replay") and cp_search:
                 for c in (1 << i for i in range(13)):
                     sub = plan_step(d, group, prompt_len, comps, dtype, dp, c, None, optimizer_bytes_per_param,
-                                    lm_head, [v], cp_search=False, fsdp=fsdp)
+                                    lm_head, [v], cp_search=False, fsdp=fsdp, shared_chunks=shared_chunks)
                     if sub.variants[v].rank_total <= budget_bytes:
                         vp.min_cp = c
                         break
@@ -316,6 +319,8 @@ def add_arguments(ap) -> None:
     ap.add_argument("--optimizer-bytes", type=float, default=12.0,
                     help="optimizer state bytes per parameter (AdamW + fp32 master: 12; fp32 AdamW: 8; offloaded: 0)")
     ap.add_argument("--lm-head", choices=["auto", "chunked", "plain"], default="auto")
+    ap.add_argument("--shared-chunks", type=int, default=1,
+                    help="replay_detach: the shared stream in this many chunks (the backend option shared_chunks)")
     ap.add_argument("--longstraw", action="store_true",
                     help="LongStraw's headline setting: qwen3.5-27b, G=1, 2,088,960 + 8,192 positions, bf16, "
                          "8 ranks of 96 GB (DP 1 x CP 8)")
@@ -328,6 +333,7 @@ def run(args) -> int:
     comps = args.completion[0] if len(args.completion) == 1 else args.completion
     rep = plan_step(args.config, args.group, args.prompt, comps, dtype=DTYPES[args.dtype], dp=args.dp, cp=args.cp,
                     budget_bytes=None if args.budget_gb is None else args.budget_gb * 1e9,
-                    optimizer_bytes_per_param=args.optimizer_bytes, lm_head=args.lm_head)
+                    optimizer_bytes_per_param=args.optimizer_bytes, lm_head=args.lm_head,
+                    shared_chunks=args.shared_chunks)
     print(rep.table())
     return 0

@@ -1,24 +1,24 @@
-"""The attention-mask verification of one analysed graph, across its calls (the tools are in ``mask_probe.py``).
+"""The attention-mask verification of one analysed graph, across its calls (the graph tools are in
+``replaycompile.passes.mask_probe``: the mask subgraphs built once, evaluated here on each call's inputs).
 
 Tree attention is right only where the model's mask is causal-with-padding. ``MaskVerifier.check`` says, per
 call, whether the call's masks are: structurally (once per graph, at the call's length and a long virtual one;
-a sliding window per site is located by bisection and handed to the caller, which rewrites its attentions to
-apply it), or, for masks the structured probe cannot follow, by a full B x T x T evaluation once per input
-shape. Each call's padding mask is checked in O(B x T) first (0/1 values; holes are verified in full on that
-mask). Graph facts, evaluated on chosen inputs: the verifier never sees a batch's plan.
+a sliding window per site is located by bisection and left in ``take_windows()`` for the caller, which has
+its attentions rewritten to apply it), or, for masks the structured probe cannot follow, by a full B x T x T
+evaluation once per input shape. Each call's padding mask is checked in O(B x T) first (0/1 values; holes are
+verified in full on that mask). Graph facts, evaluated on chosen inputs: the verifier never sees a batch's plan.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Callable
 
 import torch
 import torch.fx as fx
 
-from . import mask_probe
-from .nodes import count, subgraph_module
-from .region import GraphAnalysis
+from replaycompile.passes import mask_probe
+from replaycompile.passes.nodes import count, subgraph_module
+from replaycompile.passes.region import GraphAnalysis
 
 log = logging.getLogger("replaycompile")
 
@@ -28,13 +28,14 @@ MAX_MASK_PROBE_ELEMENTS = 1 << 28
 
 
 class MaskVerifier:
-    """The masks of an analysed graph (``a.reason is None``). ``on_windows(windows)`` (attention node -> W, or -C
-    for attention chunks of C tokens) is called once if the masks are causal only within sliding windows or
-    chunks, before any call with them is accepted."""
+    """The masks of an analysed graph (``a.reason is None``). Where they are causal only within sliding windows or
+    chunks, the ``check`` that finds it leaves them for ``take_windows()`` (attention node -> W, or -C for
+    attention chunks of C tokens), once: the caller has the graph rewritten to apply them before it runs that
+    call. The verifier never rewrites anything itself."""
 
-    def __init__(self, gm: fx.GraphModule, a: GraphAnalysis, on_windows: Callable[[dict], None]):
+    def __init__(self, gm: fx.GraphModule, a: GraphAnalysis):
         self.a = a
-        self.on_windows = on_windows
+        self._found: dict | None = None     # windows found by the last check, not taken yet
         self.sites = [s for s in a.attention if s.mask is not None]
         masks = [s.mask for s in self.sites]
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -60,6 +61,11 @@ class MaskVerifier:
             if why is not None:
                 return why, False
         return self._check(args, am)
+
+    def take_windows(self) -> dict | None:
+        """The sliding windows or chunks the last ``check`` found (once; None when it found none)."""
+        found, self._found = self._found, None
+        return found
 
     def _mask_args(self, args, probe):
         call = list(args)
@@ -116,7 +122,7 @@ class MaskVerifier:
         else:
             return False
         self.windows = windows
-        self.on_windows({s.node: w for s, w in zip(self.sites, windows) if w != 0})
+        self._found = {s.node: w for s, w in zip(self.sites, windows) if w != 0}
         if windows is found:
             count("sliding_window_sites", sum(1 for w in windows if w > 0))
             log.info("replay: sliding windows %s at the attention sites; packed with the window applied by row "

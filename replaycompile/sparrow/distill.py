@@ -28,7 +28,7 @@ from .schedule import SparrowSchedule
 __all__ = ["DistillSparse", "sparse_training_attention", "training_selection"]
 
 ATTN_NAME = "replaycompile_sparrow"
-_state: dict = {"schedule": None, "dense_impl": "sdpa"}
+_state: dict = {"schedule": None}  # the schedule sparse_training_attention reads (set by sparse_attention)
 
 
 def training_selection(q: Tensor, k: Tensor, key_visible: Tensor, schedule: SparrowSchedule) -> Tensor:
@@ -113,7 +113,7 @@ def sparse_attention(model, schedule: SparrowSchedule):
     _register()
     cfg = model.config
     prev = cfg._attn_implementation
-    _state.update(schedule=schedule, dense_impl=prev)
+    _state.update(schedule=schedule)
     cfg._attn_implementation = ATTN_NAME
     try:
         yield

@@ -21,7 +21,7 @@ import logging
 import math
 from dataclasses import asdict, dataclass
 
-from .kernels.block_sparse import cdiv
+from replaycompile.kernels.block_sparse import cdiv
 from .schedule import MAX_BUCKETS, SparrowSchedule
 
 __all__ = ["ScheduleController", "ScheduleDecision"]

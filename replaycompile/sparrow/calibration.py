@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from .acceptance import acceptance, acceptance_summary
-from .kernels.block_sparse import cdiv
+from replaycompile.kernels.block_sparse import cdiv
 from .rollout import DecodeSession
 from .schedule import SparrowSchedule
 
