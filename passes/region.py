@@ -663,3 +663,33 @@ def _aux_loss_reason(n: fx.Node) -> str | None:
             f"with output_router_logits=False (the default) inside the compiled step")
 
 
+def mode_decline(a: GraphAnalysis, mode: str, per_row_layers: dict) -> str | None:
+    """Why ``mode`` cannot pack this analysed graph (None: it can). ``per_row_layers``: the recurrent layers
+    computed per row (``recurrent.per_row_layers``), path -> class name."""
+    if mode != "detach_prefix":
+        return None
+    selecting = [x for x in a.attention if x.selection is not None]
+    if selecting:
+        return (f"attention `{selecting[0].node.name}` reads only each query's top-k keys (a sparse indexer), which "
+                f"mode='detach_prefix' does not support; use mode='exact'")
+    if per_row_layers:
+        path, cls = next(iter(per_row_layers.items()))
+        # its shared positions would feed the branch tokens through a state autograd still sees, which is neither
+        # exact nor LongStraw's approximation (the shared state a constant)
+        return (f"recurrent layer `{path}` ({cls}) is computed per row, which mode='detach_prefix' does not support "
+                f"(its state at the branch point would not be a constant); use mode='exact'")
+    return None
+
+
+def square_token_input(placeholders) -> str | None:
+    """Why the axes could not be told apart, when an integer [B, T] input has one symbol for both sizes:
+    Dynamo's duck shaping gives equal sizes one symbol, so a square batch (B == T) loses which axis is which."""
+    for n in placeholders:
+        v = n.meta.get("example_value", n.meta.get("val"))
+        if isinstance(v, torch.Tensor) and v.dim() == 2 and not v.is_floating_point() and \
+                isinstance(v.shape[0], torch.SymInt) and isinstance(v.shape[1], torch.SymInt) and \
+                v.shape[0].node.expr == v.shape[1].node.expr:
+            return (f"input `{n.name}` has batch size == sequence length ({v.shape[0]}), and Dynamo's duck shaping "
+                    f"gave both one symbol, so the batch and sequence axes cannot be told apart; pad the batch to "
+                    f"another length, or set torch.fx.experimental._config.use_duck_shape = False")
+    return None

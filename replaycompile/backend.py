@@ -25,7 +25,7 @@ from replaycompile.passes.attention_sites import find_attention_sites
 from replaycompile.passes.cross_entropy import decompose_cross_entropy
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.nodes import EMBEDDING, B, T, Decline, count, subgraph_module, upstream
-from replaycompile.passes.region import GraphAnalysis, analyze
+from replaycompile.passes.region import GraphAnalysis, analyze, mode_decline, square_token_input
 from replaycompile.passes.row_loops import fold_row_loops
 from replaycompile.passes.rewrite import PackedGraph, rewrite
 from replaycompile.passes.sink_slices import sink_slices
@@ -34,10 +34,12 @@ from replaycompile.passes.weight_writes import hoist_weight_writes
 from replaycompile.kernels.tree_attention import calls_by_path, ran_since
 
 from .inner import inner_backend, own_code
+from .runtime import continuation
+from .runtime.continuation import Batch, Continuation, rows_tag, tag_outputs
 from .runtime.inputs import lm_head_rows, packed_inputs, without_lm_head
 from .runtime.masks import MaskVerifier
 from .runtime.plan import ReplayPlan, build_plan, content_plan, shares_exactly, split_shared
-from .stats import GraphStats, current_step, last_stats, record as _record, warn_once  # noqa: F401 - last_stats: public
+from .stats import GraphStats, last_stats, record as _record, warn_once  # noqa: F401 - last_stats: public
 
 log = logging.getLogger("replaycompile")
 
@@ -189,20 +191,6 @@ def _token_input_shapes(ids: torch.Tensor, am, pos) -> str | None:
     return None
 
 
-def _square_token_input(placeholders) -> str | None:
-    """Why the axes could not be told apart, when an integer [B, T] input has one symbol for both sizes:
-    Dynamo's duck shaping gives equal sizes one symbol, so a square batch (B == T) loses which axis is which."""
-    for n in placeholders:
-        v = n.meta.get("example_value", n.meta.get("val"))
-        if isinstance(v, torch.Tensor) and v.dim() == 2 and not v.is_floating_point() and \
-                isinstance(v.shape[0], torch.SymInt) and isinstance(v.shape[1], torch.SymInt) and \
-                v.shape[0].node.expr == v.shape[1].node.expr:
-            return (f"input `{n.name}` has batch size == sequence length ({v.shape[0]}), and Dynamo's duck shaping "
-                    f"gave both one symbol, so the batch and sequence axes cannot be told apart; pad the batch to "
-                    f"another length, or set torch.fx.experimental._config.use_duck_shape = False")
-    return None
-
-
 def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
 
@@ -212,58 +200,6 @@ def _not_a_view(x: torch.Tensor) -> torch.Tensor:
 
 
 _graph_ids = itertools.count(1)
-
-
-# --------------------------------------------------------------------------------- packing across graphs
-
-# Output tensors of a packed graph carry the batch they were replayed from, so the next graph of the same
-# forward (after a graph break, a DDP bucket split or an FSDP module boundary) can pack its inputs again
-# without seeing the token ids: their entries at two (b, t) the plan maps to one packed token are equal.
-ROWS_ATTR = "_replaycompile_rows"
-
-
-class _Batch:
-    """One batch's plan and real tokens, shared by the graphs of one forward."""
-
-    def __init__(self, plan: ReplayPlan, valid: torch.Tensor, valid_known: bool = True):
-        self.plan = plan
-        self.valid = valid            # [B, T] 0/1: the tokens the plan packs
-        # False: the graph that built the plan saw no padding mask (a head graph cut before the mask is read),
-        # so every token counted as real; a later graph's mask may say otherwise
-        self.valid_known = valid_known
-        self.detached = False         # made by a detach_prefix graph: later graphs do not continue it
-        self.verified: list = []      # mask inputs verified against it (held, so their ids stay theirs)
-
-
-@dataclass(frozen=True)
-class _Rows:
-    batch: _Batch
-    bdim: int | None
-    tdim: int
-    version: int                  # the tensor's version counter when tagged: an in-place change voids the tag
-
-
-def _rows_tag(x: torch.Tensor) -> _Rows | None:
-    tag = getattr(x, ROWS_ATTR, None)
-    return tag if tag is not None and tag.version == x._version else None
-
-
-def _tag_outputs(out, rows: list, batch: _Batch) -> None:
-    seq = out if isinstance(out, (tuple, list)) else (out,)
-    for i, bdim, tdim in rows:
-        if i < len(seq) and isinstance(seq[i], torch.Tensor):
-            setattr(seq[i], ROWS_ATTR, _Rows(batch, bdim, tdim, seq[i]._version))
-
-
-@dataclass
-class _Continuation:
-    """A graph without token ids, analysed and rewritten for a given set of activation inputs."""
-    analysis: GraphAnalysis | None
-    reason: str | None
-    packed: PackedGraph | None = None
-    mask_sites: list = None
-    mask_gm: Any = None
-    mask_inputs: tuple = ()       # placeholder positions the masks read
 
 
 # ------------------------------------------------------------------------------------------------ the graph
@@ -290,7 +226,7 @@ class ReplayGraph:
         # Dynamo's recompile index of this frame (0 on its first compile)
         self.frame_recompiles = getattr(cid, "frame_compile_id", 0) or 0
         self.name = f"{cid}#{next(_graph_ids)}" if cid is not None else f"#{next(_graph_ids)}"
-        self._continuations: dict = {}      # activation inputs (name -> roles) -> _Continuation
+        self._continuations: dict = {}      # activation inputs (name -> roles) -> Continuation
         self.per_row_layers: dict = {}      # recurrent layers computed per row: module path -> class name
         self.tree_scan_layers: dict = {}    # recurrent layers run on the prefix tree: module path -> TreeScanSite
         self.per_row_why: dict = {}         # module path -> why a layer stays per row under recurrent="tree_scan"
@@ -320,17 +256,9 @@ class ReplayGraph:
             stateful = recurrent.functorch_layer(gm, self.analysis) if self.reason is None else None
             if stateful is not None:
                 raise Decline(stateful)
-            selecting = [x for x in self.analysis.attention if x.selection is not None] if self.reason is None else []
-            if selecting and opts.mode == "detach_prefix":
-                raise Decline(f"attention `{selecting[0].node.name}` reads only each query's top-k keys (a sparse "
-                              f"indexer), which mode='detach_prefix' does not support; use mode='exact'")
-            if self.per_row_layers and opts.mode == "detach_prefix":
-                path, cls = next(iter(self.per_row_layers.items()))
-                # its shared positions would feed the branch tokens through a state autograd still sees, which
-                # is neither exact nor LongStraw's approximation (the shared state a constant)
-                raise Decline(f"recurrent layer `{path}` ({cls}) is computed per row, which mode='detach_prefix' "
-                              f"does not support (its state at the branch point would not be a constant); use "
-                              f"mode='exact'")
+            why = mode_decline(self.analysis, opts.mode, self.per_row_layers) if self.reason is None else None
+            if why is not None:
+                raise Decline(why)
             if self.reason is None and self.per_row_layers and opts.recurrent == "tree_scan":
                 self.tree_scan_layers, self.per_row_why = recurrent.tree_scan_sites(gm, self.analysis)
                 self.per_row_layers = {p: c for p, c in self.per_row_layers.items() if p not in self.tree_scan_layers}
@@ -346,7 +274,7 @@ class ReplayGraph:
             self.reason = f"internal error in the replay passes ({type(e).__name__}: {e}); running unpacked"
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         if self.reason is not None:
-            square = _square_token_input(placeholders)
+            square = square_token_input(placeholders)
             if square is not None:
                 self.reason = f"{self.reason} ({square})"
         self._pos = {n: i for i, n in enumerate(placeholders)}
@@ -550,6 +478,7 @@ class ReplayGraph:
             recurrent_tree_scan=list(self.tree_scan_layers) if applied else [],
             context_parallel=self._cp_stats(applied, continued),
         ), key=key, graph=self.name)
+        continuation.STEP.batch = key  # the step a later graph of this forward continues (None: none)
 
     def _check_shared_chunks(self, num_shared: int) -> None:
         """Warn once when this batch's shared tokens make each chunk of the shared stream 4x or more the size its
@@ -696,12 +625,12 @@ class ReplayGraph:
                 if pg is not None:
                     pg.space_keep = {}
             return self(*args)
-        batch = _Batch(plan, am.long() if am is not None else torch.ones(plan.batch_size, plan.seq_len,
+        batch = Batch(plan, am.long() if am is not None else torch.ones(plan.batch_size, plan.seq_len,
                                                                          dtype=torch.long),
                        valid_known=am is not None or bool(self.analysis.attention))
         # the next graph of the forward may pack these outputs again (exact), or says why it does not
         batch.detached = split is not None
-        _tag_outputs(out, packed.row_outputs, batch)
+        tag_outputs(out, packed.row_outputs, batch)
         self._stats(True, None, plan, args, split, key=batch)
         return out
 
@@ -724,7 +653,7 @@ class ReplayGraph:
         entry costs B*T*hidden copies against the piece's matmuls."""
         tensors = [(i, x) for i, x in enumerate(args) if isinstance(x, torch.Tensor)
                    and not isinstance(x, torch.nn.Parameter)]
-        tags = [(i, tag) for i, x in tensors if (tag := _rows_tag(x)) is not None]
+        tags = [(i, tag) for i, x in tensors if (tag := rows_tag(x)) is not None]
         log.debug("replay: graph %s: %d tagged of %d tensor inputs, attention %s", self.name, len(tags),
                   len(tensors), self._has_attention)
         if len({id(t.batch) for _, t in tags}) > 1:
@@ -773,7 +702,7 @@ class ReplayGraph:
                 if not all(shares_exactly(plan, args[i], *bt) for i, bt in seeds.items()) or \
                         plan.num_packed == 0:
                     return self._continued_fallback("the activations disagree where rows share", args, batch)
-                batch = _Batch(plan, valid)
+                batch = Batch(plan, valid)
         if batch is None:
             valid = torch.ones(b, t, dtype=torch.long)
             if outs is not None:
@@ -782,10 +711,10 @@ class ReplayGraph:
                     return self._pass_through(f"{self.reason}; its attention mask is not a 0/1 or 0/-inf mask "
                                               f"to read the real tokens from", args)
                 valid = mask_probe.valid_tokens(vis, b, t)
-            prev = current_step()
+            prev = continuation.STEP.batch
             # FSDP hands each layer fresh input tensors (its post-backward hook wraps them), untagged: inputs
             # that the step's batch packs exactly continue that step, with its plan
-            if isinstance(prev, _Batch) and (prev.plan.batch_size, prev.plan.seq_len) == (b, t) and \
+            if isinstance(prev, Batch) and (prev.plan.batch_size, prev.plan.seq_len) == (b, t) and \
                     torch.equal(prev.valid, valid) and all(shares_exactly(prev.plan, x, 0, 1) for _, x in untagged):
                 batch = prev
             else:
@@ -795,7 +724,7 @@ class ReplayGraph:
                 if plan.num_packed == 0 or plan.shared_tokens < self.opts.min_shared_tokens:
                     return self._pass_through(f"{self.reason}; its activation inputs share {plan.shared_tokens} "
                                               f"tokens (min_shared_tokens={self.opts.min_shared_tokens})", args)
-                batch = _Batch(plan, valid)
+                batch = Batch(plan, valid)
         else:
             drop = [i for i, x in untagged if not shares_exactly(batch.plan, x, 0, 1)]
             if drop:  # per-row data that happens to be [B, T]-shaped: keep it a row value
@@ -816,7 +745,7 @@ class ReplayGraph:
             return self._continued_fallback(cont.reason, args, batch)
         self._lm_head_ran = 0
         self._selected_ran = (cont.packed.selected_attention, cont.packed.selected_nodes)
-        _tag_outputs(out, cont.packed.row_outputs, batch)
+        tag_outputs(out, cont.packed.row_outputs, batch)
         self._stats(True, None, plan, args, key=batch, continued=True)
         return out
 
@@ -832,7 +761,7 @@ class ReplayGraph:
             log.debug("replay: passing graph %s through: %s", self.name, reason)
         return self.plain(*args)
 
-    def _continued_fallback(self, reason: str, args, batch: _Batch):
+    def _continued_fallback(self, reason: str, args, batch: Batch):
         _log_once(f"graph {self.name}: {reason}")
         self._stats(False, reason, batch.plan, args, key=batch, continued=True)
         return self.plain(*args)
@@ -847,7 +776,7 @@ class ReplayGraph:
                 return int(x.shape[0]), int(x.shape[1])
         return None, None
 
-    def _continuation(self, args, seeds: dict) -> _Continuation:
+    def _continuation(self, args, seeds: dict) -> Continuation:
         key = tuple(sorted(seeds.items()))
         if key in self._continuations:
             return self._continuations[key]
@@ -858,7 +787,7 @@ class ReplayGraph:
                 r[bdim] = B
             r[tdim] = T
             roles[self._placeholders[i].name] = tuple(r)
-        cont = _Continuation(None, None)
+        cont = Continuation(None, None)
         try:
             a = analyze(self.gm, roles)
             cont.analysis = a
@@ -881,7 +810,7 @@ class ReplayGraph:
         self._continuations[key] = cont
         return cont
 
-    def _verify_continued_masks(self, cont: _Continuation, args, outs, batch: _Batch) -> str | None:
+    def _verify_continued_masks(self, cont: Continuation, args, outs, batch: Batch) -> str | None:
         """The masks causal-with-padding over the batch's real tokens: in full (O(B T^2), as the model built
         them), once per batch for the same mask inputs (every layer of a forward gets the same mask tensor)."""
         key = tuple(id(args[i]) for i in cont.mask_inputs)

@@ -23,7 +23,7 @@ from typing import Any
 
 log = logging.getLogger("replaycompile")
 
-__all__ = ["GraphStats", "last_stats", "record", "current_step", "warn_once"]
+__all__ = ["GraphStats", "last_stats", "record", "warn_once"]
 
 
 @dataclass
@@ -106,11 +106,6 @@ _RECORDER = _StepRecorder()
 def record(stats, key: Any = None, graph: str | None = None) -> None:
     """Add one graph's call to the step ``key`` (None: a step of its own) and make that step the last stats."""
     _RECORDER.record(stats, key=key, graph=graph)
-
-
-def current_step() -> Any:
-    """The key of the step being recorded (the batch of the last recorded call), None before any."""
-    return _RECORDER.key
 
 
 def last_stats() -> dict | None:
