@@ -171,6 +171,8 @@ def main(argv=None) -> int:
         f"{args.cmax}, inner {args.inner}, lm_head plain; one process ({cores} threads) against {args.ranks} gloo "
         f"ranks ({max(1, cores // args.ranks)} thread(s) each) on {cores} cores; torch {torch.__version__}")
     results = []
+    # the planner's figure for the chunk count the step ran with ("auto" picks it from the traced warm-up batch: 1)
+    chunks = 1 if args.shared_chunks == "auto" else int(args.shared_chunks)
     for prompt in args.prompts:
         args.prompt = prompt
         if args.ranks_only:
@@ -178,7 +180,7 @@ def main(argv=None) -> int:
             cp = launch(args, args.ranks, max(1, cores // args.ranks))
             predc = planner.plan_step(args.model, args.group, cp[0]["prompt_len"], cp[0]["completions"],
                                       cp=args.ranks, dtype=torch.float32, lm_head="plain", variants=[variant],
-                                      fsdp=False)
+                                      fsdp=False, shared_chunks=chunks)
             peak_cp = max(r["peak_bytes"] for r in cp)
             for r in cp:
                 log(f"{prompt:>6} CP rank {r['rank']}/{r['world']}: peak {r['peak_bytes'] / 2**20:.0f} MB (planner "
@@ -198,7 +200,8 @@ def main(argv=None) -> int:
             "budget", "small") else None
         pred1 = predc = None
         if cfg is not None:
-            kw = dict(dtype=torch.float32, lm_head="plain", variants=[variant], fsdp=False)  # no FSDP2 here
+            kw = dict(dtype=torch.float32, lm_head="plain", variants=[variant], fsdp=False,  # no FSDP2 here
+                      shared_chunks=chunks)
             pred1 = planner.plan_step(args.model, args.group, one["prompt_len"], one["completions"], **kw)
             predc = planner.plan_step(args.model, args.group, one["prompt_len"], one["completions"], cp=args.ranks,
                                       **kw)
