@@ -155,6 +155,28 @@ def test_within_15_percent_of_every_recorded_measurement():
     assert checked >= 7
 
 
+def _known_misses():
+    import pathlib
+
+    out = []
+    for f in sorted(pathlib.Path(__file__).resolve().parents[1].glob("bench/results/*/long_context/measured_points.json")):
+        rec = json.loads(f.read_text())
+        out += [(rec["model"], rec["group"], pt) for pt in rec.get("known_misses", {}).get("points", [])]
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="the planner misses detach_prefix on one process at 100K with shared_chunks "
+                                       "(measured_points.json, known_misses): once it is within 15%, move the "
+                                       "points to the measured ones")
+@pytest.mark.parametrize("model,group,pt", _known_misses())
+def test_known_misses_stay_recorded(model, group, pt):
+    r = planner.plan_step(model, group, pt["prompt_len"], pt["completions"], dtype=torch.float32,
+                          lm_head=pt["lm_head"], cp=pt["cp"], variants=[pt["variant"]], fsdp=pt["fsdp"],
+                          shared_chunks=pt["shared_chunks"])
+    pred = r.variants[pt["variant"]].step_peak
+    assert abs(pred - pt["peak_bytes"]) <= 0.15 * pt["peak_bytes"], (pred, pt["peak_bytes"])
+
+
 def test_longest_prompt_under_cp_is_searched_at_each_length():
     budget = 1e9
     r = planner.plan_step("budget", 8, 200_000, 128, dtype=torch.float32, cp=2, budget_bytes=budget,
