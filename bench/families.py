@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 import replaycompile
+from replaycompile.testing.steps import group_batch, grpo_loss, tree_batch
 
 # The 26 families of issue 30 (text configs of the multimodal wrappers: gemma4, qwen3_5, qwen3_5_moe, gemma3n,
 # llama4), spelt as transformers spells their model types, plus gpt2 (absolute positions, Conv1D, no RoPE).
@@ -470,70 +471,12 @@ def _fill_padding_rows(model) -> None:
                 w[idx] = (torch.randn(w.shape[1], generator=g) * w.float().std()).to(w.dtype)
 
 
-# ------------------------------------------------------------------------------------------------ batches
-# (copies of tests/helpers.group_batch and tests/test_detach_prefix.tree_batch: a bench script imports no tests)
-
-def group_batch(prompt_len=10, lens=(5, 3, 6, 4), vocab=VOCAB, left_pad=2, seed=0, pad_id=0):
-    """One prompt (left-padded by ``left_pad``) sampled len(lens) times; completions right-padded."""
-    g = torch.Generator().manual_seed(seed)
-    prompt = torch.randint(1, vocab, (prompt_len,), generator=g)
-    c = max(lens)
-    rows, masks = [], []
-    for n in lens:
-        comp = torch.randint(1, vocab, (n,), generator=g)
-        rows.append(torch.cat([torch.full((left_pad,), pad_id), prompt, comp, torch.full((c - n,), pad_id)]))
-        masks.append(torch.cat([torch.zeros(left_pad), torch.ones(prompt_len + n), torch.zeros(c - n)]))
-    ids = torch.stack(rows).long()
-    am = torch.stack(masks).long()
-    adv = torch.randn(len(lens), generator=g)
-    return ids, am, adv, left_pad + prompt_len
-
-
-def tree_batch(prompt_len=9, stems=((2, (4, 3)), (3, (5, 1, 2))), vocab=VOCAB, seed=0):
-    """Rows prompt + stem_j + tail_ji, right-padded; first tokens of sibling stems and tails differ, so the
-    shared part of each row is exactly its prompt and stem."""
-    g = torch.Generator().manual_seed(seed)
-    prompt = torch.randint(1, vocab, (prompt_len,), generator=g)
-    rows = []
-    for j, (stem_len, tails) in enumerate(stems):
-        stem = torch.randint(1, vocab, (stem_len,), generator=g)
-        if stem_len:
-            stem[0] = 1 + j
-        for i, n in enumerate(tails):
-            tail = torch.randint(1, vocab, (n,), generator=g)
-            tail[0] = 10 + i
-            rows.append(torch.cat([prompt, stem, tail]))
-    t = max(len(r) for r in rows)
-    ids = torch.zeros(len(rows), t, dtype=torch.long)
-    am = torch.zeros(len(rows), t, dtype=torch.long)
-    for b, r in enumerate(rows):
-        ids[b, :len(r)] = r
-        am[b, :len(r)] = 1
-    adv = torch.randn(len(rows), generator=g)
-    return ids, am, adv, prompt_len
-
-
-# -------------------------------------------------------------------------------------------------- the step
-
-def old_logprobs(ids, p, vocab):
-    """Stored rollout log-probs: a fixed function of the tokens (so the ratio, and the loss, depend on the logits)."""
-    return -math.log(vocab) + 0.1 * torch.cos(ids[:, p:].float())
-
-
-def policy_loss(logits, ids, am, adv, p):
-    """tests/helpers.grpo_loss: clipped per-token policy loss (plus a small log-likelihood term) over the completion
-    tokens against the stored log-probs, masked token mean."""
-    logp = logits[:, p - 1:-1].float().log_softmax(-1).gather(-1, ids[:, p:, None]).squeeze(-1)
-    cm = am[:, p:].float()
-    ratio = torch.exp(logp - old_logprobs(ids, p, logits.shape[-1]))
-    obj = torch.minimum(ratio * adv[:, None], ratio.clamp(0.8, 1.2) * adv[:, None])
-    return -((obj + 0.01 * logp) * cm).sum() / cm.sum()
-
+# --------------------------------------------------------------------------------------------- the step
 
 def grpo_step(model, ids, am, adv, p):
     """Forward and loss of one GRPO step; the logits come back too, to compare them at the real positions."""
     logits = model(input_ids=ids, attention_mask=am, use_cache=False).logits
-    return policy_loss(logits, ids, am, adv, p), logits
+    return grpo_loss(logits, ids, am, adv, p), logits
 
 
 def _run(fn, model, batch):
@@ -631,7 +574,7 @@ def run_family(model_type: str, layout: str = "flat", inner: str | None = None) 
         return done("unbuildable", f"from_config fails: {_first_line(e)}")
     res["attn_implementation"] = impl
     res["seconds"]["build"] = round(time.perf_counter() - t0, 2)
-    batch = group_batch() if layout == "flat" else tree_batch()
+    batch = group_batch(vocab=VOCAB) if layout == "flat" else tree_batch(vocab=VOCAB)
     ids, am = batch[0], batch[1]
 
     t = time.perf_counter()

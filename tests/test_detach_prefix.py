@@ -18,33 +18,10 @@ from helpers import AOT, assert_same_step, grpo_loss, prefix_keys, run, step_los
 
 import replaycompile
 from replaycompile.testing.models import tiny_model
+from replaycompile.testing.steps import tree_batch  # noqa: F401 - other test files import it from here
 from replaycompile.runtime.plan import build_plan, split_shared
 
 DETACH = {**AOT, "mode": "detach_prefix"}
-
-
-def tree_batch(prompt_len=9, stems=((2, (4, 3)), (3, (5, 1, 2))), vocab=128, seed=0):
-    """Rows prompt + stem_j + tail_ji, right-padded; first tokens of sibling stems and tails differ, so the
-    shared part of each row is exactly its prompt and stem."""
-    g = torch.Generator().manual_seed(seed)
-    prompt = torch.randint(1, vocab, (prompt_len,), generator=g)
-    rows = []
-    for j, (stem_len, tails) in enumerate(stems):
-        stem = torch.randint(1, vocab, (stem_len,), generator=g)
-        if stem_len:
-            stem[0] = 1 + j
-        for i, n in enumerate(tails):
-            tail = torch.randint(1, vocab, (n,), generator=g)
-            tail[0] = 10 + i
-            rows.append(torch.cat([prompt, stem, tail]))
-    t = max(len(r) for r in rows)
-    ids = torch.zeros(len(rows), t, dtype=torch.long)
-    am = torch.zeros(len(rows), t, dtype=torch.long)
-    for b, r in enumerate(rows):
-        ids[b, :len(r)] = r
-        am[b, :len(r)] = 1
-    adv = torch.randn(len(rows), generator=g)
-    return ids, am, adv, prompt_len
 
 
 def shared_lengths(ids, am) -> list[int]:

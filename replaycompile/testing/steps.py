@@ -1,5 +1,5 @@
 """A GRPO-shaped step on a tiny model, the way the tests and benchmarks run one: a rollout batch (one prompt
-sampled G times), the clipped policy-gradient loss against stored old log-probs, and the step's loss and
+sampled G times, or a two-level tree: ``tree_batch``), the clipped policy-gradient loss against stored old log-probs, and the step's loss and
 gradients (``run``). Shared by ``tests/`` and ``bench/`` (one copy)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import torch
 
-__all__ = ["group_batch", "old_logprobs", "grpo_loss", "step_loss", "run"]
+__all__ = ["group_batch", "tree_batch", "old_logprobs", "grpo_loss", "step_loss", "run"]
 
 
 def group_batch(prompt_len=10, lens=(5, 3, 6, 4), vocab=128, left_pad=2, seed=0, pad_id=0):
@@ -25,6 +25,30 @@ def group_batch(prompt_len=10, lens=(5, 3, 6, 4), vocab=128, left_pad=2, seed=0,
     am = torch.stack(masks).long()
     adv = torch.randn(len(lens), generator=g)
     return ids, am, adv, left_pad + prompt_len
+
+
+def tree_batch(prompt_len=9, stems=((2, (4, 3)), (3, (5, 1, 2))), vocab=128, seed=0):
+    """Rows prompt + stem_j + tail_ji, right-padded; first tokens of sibling stems and tails differ, so the
+    shared part of each row is exactly its prompt and stem."""
+    g = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(1, vocab, (prompt_len,), generator=g)
+    rows = []
+    for j, (stem_len, tails) in enumerate(stems):
+        stem = torch.randint(1, vocab, (stem_len,), generator=g)
+        if stem_len:
+            stem[0] = 1 + j
+        for i, n in enumerate(tails):
+            tail = torch.randint(1, vocab, (n,), generator=g)
+            tail[0] = 10 + i
+            rows.append(torch.cat([prompt, stem, tail]))
+    t = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), t, dtype=torch.long)
+    am = torch.zeros(len(rows), t, dtype=torch.long)
+    for b, r in enumerate(rows):
+        ids[b, :len(r)] = r
+        am[b, :len(r)] = 1
+    adv = torch.randn(len(rows), generator=g)
+    return ids, am, adv, prompt_len
 
 
 def old_logprobs(ids, p, vocab):
