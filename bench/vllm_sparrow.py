@@ -184,7 +184,7 @@ def dense_logprobs(model, prompt: list[int], gens: list[list[int]], chunk: int =
 
 
 def alpha(dense_lp: torch.Tensor, sparse_lp: torch.Tensor) -> torch.Tensor:
-    """sum_x min(p_dense, p_sparse) per position (the acceptance of ``replaycompile.sparrow.acceptance``, on log-probs)."""
+    """sum_x min(p_dense, p_sparse) per position (the acceptance of ``replaycompile.sparrow.acceptance``, the function, on log-probs)."""
     return torch.minimum(dense_lp.exp(), sparse_lp.exp()).sum(-1)
 
 

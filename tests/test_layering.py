@@ -119,7 +119,7 @@ SCRIPT = textwrap.dedent("""
     import sys
     import replaycompile.backend  # what torch.compile(backend="replay") loads through the entry point
     # (the package replaycompile.sparrow is a lazy namespace: SparrowSchedule's module loads, nothing above it)
-    above = ["replaycompile.sparrow." + m for m in ("rollout", "calibration", "acceptance", "controller", "losses",
+    above = ["replaycompile.sparrow." + m for m in ("rollout", "calibration", "acceptance_metric", "controller", "losses",
                                                     "distill", "retrieval", "graph")]
     assert not [m for m in above if m in sys.modules], [m for m in above if m in sys.modules]
     assert "triton" not in sys.modules  # nothing built a Triton kernel yet
@@ -153,3 +153,19 @@ def test_the_checkouts_top_level_folders_shadow_no_package_of_their_name():
     import replaycompile.kernels as ours
 
     assert pathlib.Path(ours.__file__).resolve().parent == root / "kernels"
+
+
+def test_sparrow_public_names_are_not_shadowed_by_its_modules():
+    """``replaycompile.sparrow`` loads its names lazily: a submodule named like a public name would replace it as
+    the package's attribute once imported (``sparrow.acceptance(...)`` then called a module). Every public name
+    is what its module defines, after every submodule is imported."""
+    import importlib
+    import pkgutil
+    import types
+
+    import replaycompile.sparrow as sparrow
+
+    for m in pkgutil.iter_modules(sparrow.__path__):
+        importlib.import_module(f"replaycompile.sparrow.{m.name}")
+    for name in sparrow.__all__:
+        assert not isinstance(getattr(sparrow, name), types.ModuleType), name

@@ -1,4 +1,4 @@
-"""Sparrow's acceptance metric and monitor (replaycompile/sparrow/acceptance.py) and the TIS policy loss
+"""Sparrow's acceptance metric and monitor (replaycompile/sparrow/acceptance_metric.py) and the TIS policy loss
 (replaycompile/sparrow/losses.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replaycompile.sparrow.acceptance import AcceptanceMonitor, acceptance, acceptance_summary, acceptance_topk
+from replaycompile.sparrow.acceptance_metric import AcceptanceMonitor, acceptance, acceptance_summary, acceptance_topk
 from replaycompile.sparrow.losses import tis_policy_loss
 
 
@@ -111,7 +111,7 @@ def _binom_tail(n, q, k):
 @given(n=st.integers(0, 400), q=st.sampled_from([0.01, 0.05, 0.1, 0.5]), conf=st.sampled_from([0.8, 0.9, 0.95]))
 def test_order_statistic_rank_is_the_largest_covering_rank(n, q, conf):
     """The rank against the binomial tail summed by brute force: it covers at the confidence, the next does not."""
-    from replaycompile.sparrow.acceptance import order_statistic_rank
+    from replaycompile.sparrow.acceptance_metric import order_statistic_rank
 
     k = order_statistic_rank(n, q, conf)
     assert 0 <= k <= n
@@ -122,7 +122,7 @@ def test_order_statistic_rank_is_the_largest_covering_rank(n, q, conf):
 
 
 def test_order_statistic_rank_known_values():
-    from replaycompile.sparrow.acceptance import order_statistic_rank
+    from replaycompile.sparrow.acceptance_metric import order_statistic_rank
 
     # p5 at 0.9: 1 - 0.95^n >= 0.9 first at n = 45; at 0.95 first at n = 59
     assert [order_statistic_rank(n, 0.05, 0.9) for n in (44, 45)] == [0, 1]
@@ -137,7 +137,7 @@ def test_quantile_lower_bound_covers_the_true_quantile_at_the_confidence():
     """Simulation with a known distribution: Beta(8, 1) (acceptance-like, mass near 1), whose p5 is
     0.05 ** (1 / 8). Over 2000 draws of n = 200 samples the bound lies at or below it in >= 90% of them (the
     exact coverage is P[Binom(200, 0.05) >= k] = 0.93; the slack is 4 binomial standard errors below that)."""
-    from replaycompile.sparrow.acceptance import order_statistic_rank, quantile_lower_bound
+    from replaycompile.sparrow.acceptance_metric import order_statistic_rank, quantile_lower_bound
 
     g = torch.Generator().manual_seed(0)
     true_p5 = 0.05 ** (1 / 8)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from replaycompile.sparrow import calibration
-from replaycompile.sparrow.acceptance import acceptance_summary
+from replaycompile.sparrow.acceptance_metric import acceptance_summary
 from replaycompile.sparrow.calibration import calibrate, calibration_windows, measure_acceptance, measure_windows
 from replaycompile.sparrow.retrieval import recall_accuracy, recall_sequences, retrieval_model
 from replaycompile.sparrow.schedule import SparrowSchedule

@@ -15,7 +15,7 @@ import replaycompile.sparrow.graph as sparrow_graph
 from helpers import instances_of
 from replaycompile import sparrow
 from replaycompile.sparrow import rollout
-from replaycompile.sparrow.acceptance import AcceptanceMonitor
+from replaycompile.sparrow.acceptance_metric import AcceptanceMonitor
 from replaycompile.sparrow.controller import ScheduleController
 from replaycompile.sparrow.retrieval import recall_sequences, retrieval_model
 from replaycompile.sparrow.schedule import SparrowSchedule

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from replaycompile.sparrow.acceptance import acceptance_summary, order_statistic_rank
+from replaycompile.sparrow.acceptance_metric import acceptance_summary, order_statistic_rank
 from replaycompile.sparrow.calibration import measure_windows
 from replaycompile.sparrow.retrieval import _ANS, HIDDEN, KEYS, VALUES, recall_sequences, retrieval_model
 from replaycompile.sparrow.schedule import SparrowSchedule

@@ -10,7 +10,7 @@ lives in a module of its own, and data flows one way:
 
     graph.py        SparrowGraph: what backend="replay" with a ``schedule`` compiles (passes/sparrow_rewrite.py)
     schedule.py     SparrowSchedule and its JSON (a leaf: the backend reads it)
-    acceptance.py   the acceptance metric, its per-bin summary, AcceptanceMonitor (tensors in, numbers out)
+    acceptance_metric.py  the acceptance metric, its per-bin summary, AcceptanceMonitor (tensors in, numbers out)
     losses.py       tis_policy_loss (log-probs in, a loss out)
     calibration.py  measure_windows / calibrate: decode sessions (rollout.py) -> acceptance -> a schedule
     controller.py   ScheduleController: the monitor's per-bin p5 while training -> the schedule's pages
@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import importlib
 
-# The public names and the module each lives in, loaded on first use: ``replaycompile.sparrow.schedule`` (what
+# The public names and the module each lives in, loaded on first use (no module shares a public name: an
+# imported submodule would shadow it as the package's attribute): ``replaycompile.sparrow.schedule`` (what
 # the backend reads) must not pull in the rollout and calibration layers above the backend
 _NAMES = {
-    "acceptance": "acceptance", "acceptance_topk": "acceptance", "acceptance_summary": "acceptance",
-    "AcceptanceMonitor": "acceptance", "order_statistic_rank": "acceptance", "quantile_lower_bound": "acceptance",
+    **dict.fromkeys(("acceptance", "acceptance_topk", "acceptance_summary", "AcceptanceMonitor", "order_statistic_rank",
+                     "quantile_lower_bound"), "acceptance_metric"),
     "measure_windows": "calibration", "measure_acceptance": "calibration", "calibrate": "calibration",
     "choose_pages": "calibration", "calibration_windows": "calibration", "Calibration": "calibration",
     "ScheduleController": "controller", "ScheduleDecision": "controller",

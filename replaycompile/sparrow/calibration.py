@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from .acceptance import acceptance, acceptance_summary
+from .acceptance_metric import acceptance, acceptance_summary
 from replaycompile.kernels.block_sparse import cdiv
 from .rollout import DecodeSession
 from .schedule import SparrowSchedule
