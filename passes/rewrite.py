@@ -816,6 +816,12 @@ def lm_head_chains(gm: fx.GraphModule, a: GraphAnalysis) -> dict:
     return out
 
 
+def lm_head_chunk_rows(vocab: int) -> int:
+    """Rows per chunk of the chunked LM head: a power of two near LM_HEAD_CHUNK_BUFFER_BYTES of fp32 logits, at most
+    4096 (the memory model reads the same rule)."""
+    return min(4096, 1 << max(0, (LM_HEAD_CHUNK_BUFFER_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
+
+
 def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, scatter, dtype) -> fx.Node:
     """``gather(log_softmax(linear(h)), -1, index)`` at the valid (row, position) pairs of ``scatter``, zeros at
     pads, shaped like ``index``: the LM head runs once on each unique packed row the pairs read (a shared
@@ -823,7 +829,7 @@ def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, sc
     linear's; h, weight and bias are cast to it where autocast cast them). ``parts``: (pair_flat, pair_local,
     unique rows, weight, bias) per stream."""
     vocab, hidden = int(w_shape[0]), int(w_shape[1])
-    chunk = min(4096, 1 << max(0, (LM_HEAD_CHUNK_BUFFER_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
+    chunk = lm_head_chunk_rows(vocab)
     h2 = g.call_method("reshape", (h, (-1, hidden)))
     idx = g.call_method("reshape", (index, (-1,)))
     out = None

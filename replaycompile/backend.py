@@ -236,8 +236,6 @@ class ReplayGraph:
         self.masks: MaskVerifier | None = None  # this graph's mask verification (runtime/masks.py)
         self._continued_verifications = 0   # continuation masks verified in full (once per batch)
         self._attention_ran: str | None = None  # the tree-attention path(s) the last packed call ran
-        self._warned_below_threshold = False
-        self._warned_shared_chunks = False
         self._per_row_verified = False      # the layers computed per row passed recurrent.verify_per_row
         self._tree_scan_checked = False     # the tree-scan layers were held to their layers (verify_tree_scan)
         self._windows: dict | None = None   # the sliding windows the packed graphs were last rewritten with
@@ -488,14 +486,14 @@ class ReplayGraph:
         p = self.packed
         ranks = p.cp[1] if p.cp is not None else 1
         chunk = num_shared / ranks * p.shared_bytes_per_token / p.shared_chunks
-        if self._warned_shared_chunks or self.opts.shared_chunks != "auto" or chunk < 4 * SHARED_CHUNK_BYTES:
+        if self.opts.shared_chunks != "auto" or chunk < 4 * SHARED_CHUNK_BYTES:
             return
-        self._warned_shared_chunks = True
         want = math.ceil(num_shared / ranks * p.shared_bytes_per_token / SHARED_CHUNK_BYTES)
-        log.warning("replay: detach_prefix runs the shared stream in %d chunk(s), chosen when the graph was "
-                    "compiled at a shorter batch; this batch's %d shared tokens make each chunk's per-token "
-                    "intermediates about %.0f MB; pass options={'shared_chunks': %d} to bound them (logged once)",
-                    p.shared_chunks, num_shared, chunk / 2**20, want)
+        warn_once(("shared_chunks", self.name),
+                  "replay: detach_prefix runs the shared stream in %d chunk(s), chosen when the graph was "
+                  "compiled at a shorter batch; this batch's %d shared tokens make each chunk's per-token "
+                  "intermediates about %.0f MB; pass options={'shared_chunks': %d} to bound them (logged once)",
+                  p.shared_chunks, num_shared, chunk / 2**20, want)
 
     def _cp_stats(self, applied: bool, continued: bool) -> str | None:
         if self.opts.context_parallel is None or not applied:
@@ -565,10 +563,9 @@ class ReplayGraph:
         if saved < self.opts.min_shared_tokens:
             why = (f"the batch shares {saved} tokens, fewer than min_shared_tokens="
                    f"{self.opts.min_shared_tokens}; running it unpacked")
-            if not self._warned_below_threshold:  # once per graph: the count differs from batch to batch
-                self._warned_below_threshold = True
-                log.warning("replay: not applied: %s (logged once for this graph; last_stats() reports every "
-                            "call)", why)
+            # once per graph: the count differs from batch to batch
+            warn_once(("below min_shared_tokens", self.name), "replay: not applied: %s (logged once for this graph; "
+                      "last_stats() reports every call)", why)
             return self._fallback(why, args, plan, log_it=False)
         if self.packed.cp is not None and plan.num_packed < 2 * self.packed.cp[1]:
             why = (f"context_parallel: the batch has {plan.num_packed} packed tokens, fewer than 2 per rank of the "

@@ -132,37 +132,42 @@ def test_installed_entry_point():
     assert "| eager_rows |" in res.stdout
 
 
+def _recorded() -> list:
+    """(file name, record) of every bench/results/*/long_context/measured_points.json."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    return [(f.name, json.loads(f.read_text()))
+            for f in sorted(root.glob("bench/results/*/long_context/measured_points.json"))]
+
+
+def _predicted(model: str, group: int, pt: dict) -> int:
+    """The planner's per-rank step peak for a recorded point."""
+    r = planner.plan_step(model, group, pt["prompt_len"], pt["completions"], dtype=torch.float32,
+                          lm_head=pt.get("lm_head", "chunked"), cp=pt.get("cp", 1), variants=[pt["variant"]],
+                          fsdp=pt.get("fsdp", True), shared_chunks=pt.get("shared_chunks", 1))
+    return r.variants[pt["variant"]].step_peak
+
+
 def test_within_15_percent_of_every_recorded_measurement():
     """The planner's per-rank step peak against the peaks bench/long_context.py and bench/cp_step.py measured on 1
     and 2 ranks (the recorded points: bench/results/*/long_context/measured_points.json), within the issue's
     15%."""
-    import pathlib
-
-    files = sorted(pathlib.Path(__file__).resolve().parents[1].glob("bench/results/*/long_context/measured_points.json"))
-    assert files
+    records = _recorded()
+    assert records
     checked = 0
-    for f in files:
-        rec = json.loads(f.read_text())
+    for name, rec in records:
         for pt in rec["points"]:
-            r = planner.plan_step(rec["model"], rec["group"], pt["prompt_len"], pt["completions"],
-                                  dtype=torch.float32, lm_head=pt.get("lm_head", "chunked"), cp=pt.get("cp", 1),
-                                  variants=[pt["variant"]], fsdp=pt.get("fsdp", True),
-                                  shared_chunks=pt.get("shared_chunks", 1))
-            pred = r.variants[pt["variant"]].step_peak
-            assert abs(pred - pt["peak_bytes"]) <= 0.15 * pt["peak_bytes"], (f.name, pt["variant"],
+            pred = _predicted(rec["model"], rec["group"], pt)
+            assert abs(pred - pt["peak_bytes"]) <= 0.15 * pt["peak_bytes"], (name, pt["variant"],
                                                                                pt["prompt_len"], pred)
             checked += 1
     assert checked >= 7
 
 
 def _known_misses():
-    import pathlib
-
-    out = []
-    for f in sorted(pathlib.Path(__file__).resolve().parents[1].glob("bench/results/*/long_context/measured_points.json")):
-        rec = json.loads(f.read_text())
-        out += [(rec["model"], rec["group"], pt) for pt in rec.get("known_misses", {}).get("points", [])]
-    return out
+    return [(rec["model"], rec["group"], pt) for _, rec in _recorded()
+            for pt in rec.get("known_misses", {}).get("points", [])]
 
 
 @pytest.mark.xfail(strict=True, reason="the planner misses detach_prefix on one process at 100K with shared_chunks "
@@ -170,10 +175,7 @@ def _known_misses():
                                        "points to the measured ones")
 @pytest.mark.parametrize("model,group,pt", _known_misses())
 def test_known_misses_stay_recorded(model, group, pt):
-    r = planner.plan_step(model, group, pt["prompt_len"], pt["completions"], dtype=torch.float32,
-                          lm_head=pt["lm_head"], cp=pt["cp"], variants=[pt["variant"]], fsdp=pt["fsdp"],
-                          shared_chunks=pt["shared_chunks"])
-    pred = r.variants[pt["variant"]].step_peak
+    pred = _predicted(model, group, pt)
     assert abs(pred - pt["peak_bytes"]) <= 0.15 * pt["peak_bytes"], (pred, pt["peak_bytes"])
 
 

@@ -172,10 +172,10 @@ def _per_token(m: _Dims, kind: str) -> float:
 
 
 def lm_head_chunk_rows(vocab: int) -> int:
-    """Rows per chunk of the chunked LM head (the rule of passes/rewrite.py: about 64 MiB of fp32 logits)."""
-    from replaycompile.passes.rewrite import LM_HEAD_CHUNK_BUFFER_BYTES
+    """Rows per chunk of the chunked LM head (passes/rewrite.py's rule, read from there)."""
+    from replaycompile.passes.rewrite import lm_head_chunk_rows as rule
 
-    return min(4096, 1 << max(0, (LM_HEAD_CHUNK_BUFFER_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
+    return rule(vocab)
 
 
 def lm_head_auto(rows: int, vocab: int) -> str:
