@@ -88,9 +88,9 @@ class Tree:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def ran_both(before) -> tuple[str | None, str | None]:
-    """(forward, backward) tree-attention paths that ran since the snapshot ``before`` (the op's counters)."""
-    return (tree_attention_module.ran_since(before, "forward"), tree_attention_module.ran_since(before, "backward"))
+def ran_both(ran) -> tuple[str | None, str | None]:
+    """(forward, backward) tree-attention paths a ``PathRecorder`` counted."""
+    return ran.paths("forward"), ran.paths("backward")
 
 
 def flex_fns(device):
@@ -220,9 +220,9 @@ def step_timing(args, device, res, save):
         ref_grads = [q.grad.detach().float().clone() for q in model.parameters()]
         checks = {}
         for k, fn in replays.items():
-            before = tree_attention_module.calls_by_path()
-            got_loss = run(fn)
-            ran = ran_both(before)
+            with tree_attention_module.PathRecorder() as rec:
+                got_loss = run(fn)
+            ran = ran_both(rec)
             st = replaycompile.last_stats()
             worst = max(rel(q.grad.float(), r) for q, r in zip(model.parameters(), ref_grads))
             checks[k] = (got_loss, ran, st, worst)
@@ -267,10 +267,10 @@ def timings(args, device, res, save, prompts, block_sweep=None):
 
         def tree_step(name, tr):
             def f():
-                before = tree_attention_module.calls_by_path()
-                out, _ = tr.attention(*leaves, scale)
-                torch.autograd.grad(out, leaves, go)
-                tree_ran[name] = ran_both(before)  # the last round's; a label must name what was timed
+                with tree_attention_module.PathRecorder() as rec:
+                    out, _ = tr.attention(*leaves, scale)
+                    torch.autograd.grad(out, leaves, go)
+                tree_ran[name] = ran_both(rec)  # the last round's; a label must name what was timed
             return f
 
         variants = {f"tree kernel {bq}x{bk}": tree_step(f"tree kernel {bq}x{bk}", tr) for (bq, bk), tr in trees.items()}

@@ -31,7 +31,7 @@ per-head attention ``sinks``, by a closed form in the autograd glue); lse is
 marked non-differentiable (it is exported for diagnostics / merging, not for
 losses).
 
-Both ops count which implementation actually ran (``calls_by_path``, ``ran_since``): a layout asks for the
+Both ops count which implementation actually ran into the open ``PathRecorder``s: a layout asks for the
 Triton kernels, but unsupported inputs run the PyTorch path, so stats and benchmarks read the counters, not
 the configuration.
 """
@@ -52,7 +52,7 @@ from .block_sparse import BlockLayout
 
 log = logging.getLogger("replaycompile")
 
-__all__ = ["tree_attention", "tree_attention_backward", "calls_by_path", "ran_since"]
+__all__ = ["tree_attention", "tree_attention_backward", "PathRecorder"]
 
 _FLASH_CPU = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
 _FLASH_CPU_BWD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
@@ -108,31 +108,38 @@ def _as_tokens(x: Tensor) -> Tensor:
 
 _warned: set = set()
 
-# (op, path) -> calls, op "forward" / "backward", path "triton" / "torch". One process-wide count under a lock:
-# autograd runs CUDA backwards on its own device threads.
-_calls: Counter = Counter()
-_calls_lock = threading.Lock()
+class PathRecorder:
+    """Counts which implementation of the tree-attention ops ran while its ``with`` block is open: calls by
+    (op, path), op "forward" or "backward", path "triton" (the block-sparse kernels) or "torch" (CPU flash /
+    math, including the fallback for inputs the kernels do not support). The caller owns the counts; the module
+    keeps only the list of open recorders (under a lock: autograd runs CUDA backwards on its own device threads,
+    which see the same list)."""
+
+    def __init__(self):
+        self.calls: Counter = Counter()
+
+    def __enter__(self) -> "PathRecorder":
+        with _recorders_lock:
+            _recorders.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with _recorders_lock:
+            _recorders.remove(self)
+
+    def paths(self, op: str = "forward") -> str | None:
+        """Which paths of ``op`` ran: "triton", "torch", "triton+torch" (some calls each), or None."""
+        return "+".join(p for p in ("triton", "torch") if self.calls[(op, p)]) or None
+
+
+_recorders: list[PathRecorder] = []
+_recorders_lock = threading.Lock()
 
 
 def _ran(op: str, path: str) -> None:
-    with _calls_lock:
-        _calls[(op, path)] += 1
-
-
-def calls_by_path() -> dict[tuple[str, str], int]:
-    """Calls of the tree-attention ops so far, by (op, path) that actually ran: op "forward" or "backward",
-    path "triton" (the block-sparse kernels) or "torch" (CPU flash / math, including the fallback for inputs
-    the kernels do not support). Take one before and pass it to ``ran_since`` after."""
-    with _calls_lock:
-        return dict(_calls)
-
-
-def ran_since(before: dict[tuple[str, str], int], op: str = "forward") -> str | None:
-    """Which paths of ``op`` ran since the snapshot ``before``: "triton", "torch", "triton+torch" (some calls
-    each), or None when the op did not run."""
-    now = calls_by_path()
-    paths = [p for p in ("triton", "torch") if now.get((op, p), 0) > before.get((op, p), 0)]
-    return "+".join(paths) or None
+    with _recorders_lock:
+        for r in _recorders:
+            r.calls[(op, path)] += 1
 
 
 def _use_triton(q: Tensor, k: Tensor, v: Tensor, layout: list) -> bool:

@@ -16,6 +16,7 @@ import logging
 import math
 import operator
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.fx as fx
@@ -72,6 +73,54 @@ def choose_blocks(a: GraphAnalysis, attention: str, device: str) -> tuple[int, i
     return default_blocks(int(q.shape[-1]), out.dtype if isinstance(out, torch.Tensor) else q.dtype, device)
 
 
+@dataclass(frozen=True)
+class PlanInputs:
+    """The plan's index tensors: ``PLAN_INPUTS`` of ``plan.ReplayPlan``, or for detach_prefix (``split``)
+    ``SPLIT_INPUTS`` of its ``plan.SharedSplit``."""
+    split: bool = False
+
+
+@dataclass(frozen=True)
+class LayoutInputs:
+    """The six tensors of the tree's ``BlockLayout`` for ``PackedGraph.blocks`` (the Triton attention)."""
+
+
+@dataclass(frozen=True)
+class ShardInputs:
+    """Context parallelism: this rank's share of the packed tokens (``shared``: of detach_prefix's shared
+    tokens; the branch tokens run whole on each rank): its gather index and columns, the padding to the longest
+    rank's count, every token's place in the gathered layout, and its query segments (three tensors)."""
+    shared: bool = False
+
+
+@dataclass(frozen=True)
+class SliceInputs:
+    """One slice of the sequence axis, packed again: its index and scatter (detach_prefix: index_s, index_r,
+    scatter; under context parallelism the rank's share, padding, order and local scatter). ``start``/``stop``:
+    ints, or nodes of the original graph (SymInts ``PackedGraph.bounds_gm`` computes from the inputs)."""
+    space: int
+    start: Any
+    stop: Any
+
+
+@dataclass(frozen=True)
+class QuerySegmentInputs:
+    """Attention runs its queries at the slice ``space``'s tokens only: the segment CSR of
+    ``plan.query_segments`` (three tensors)."""
+    space: int
+
+
+@dataclass(frozen=True)
+class PairInputs:
+    """One chunked LM head reading space ``space``: per stream, the flat (b, k) of each valid pair, its row
+    among the unique rows the pairs read, and those rows (three tensors per stream)."""
+    space: int
+
+
+# what ``PackedGraph.extra_inputs`` holds, in order
+PackedInput = PlanInputs | LayoutInputs | ShardInputs | SliceInputs | QuerySegmentInputs | PairInputs
+
+
 @dataclass
 class PackedGraph:
     """The packed graph and the contract of its inputs: the original ones, then what
@@ -79,17 +128,14 @@ class PackedGraph:
     gm: fx.GraphModule
     detach_prefix: bool             # two streams: S without autograd, R with it (plan.SharedSplit)
     blocks: tuple[int, int] | None  # (block_q, block_k) of the tree's block layout (Triton attention), or None
-    # the packed graph's inputs after the original ones, by name, in order: the plan's (PLAN_INPUTS, or
-    # SPLIT_INPUTS for detach_prefix), "layout" (six tensors) when ``blocks``, then per slice of the sequence
-    # axis "slice" (its index and scatter; detach_prefix: index_s, index_r, scatter), then
-    # ("query_segments", space) where attention runs its queries at that slice's tokens only (the segment CSR of
-    # ``plan.query_segments``), then per chunked LM head ("pairs", space) (per stream: the flat (b, k) of each
-    # valid pair and the packed row it reads)
+    # the packed graph's inputs after the original ones, in order (``PackedInput``): the plan's, the block
+    # layout when ``blocks``, this rank's shard under context parallelism, per slice of the sequence axis its
+    # inputs, the query segments where attention runs its queries at a slice's tokens only, then per chunked LM
+    # head its pairs
     extra_inputs: tuple = ()
     lm_head_sites: int = 0          # vocabulary gathers run as the chunked LM head ("pairs" inputs, at the end)
     lm_head_vocab: int = 0          # their vocabulary size (0: none)
-    slice_bounds: tuple = ()        # (start, stop) per slice: ints, or nodes of the original graph (SymInts)
-    bounds_gm: fx.GraphModule | None = field(default=None, repr=False)  # computes those nodes from the inputs
+    bounds_gm: fx.GraphModule | None = field(default=None, repr=False)  # the slices' SymInt bounds from the inputs
     # (output index, bdim, tdim) of each output that is a whole-batch packed value, replayed: the next graph of
     # a forward may pack it again (continuation)
     row_outputs: tuple = ()
@@ -213,10 +259,10 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             row_env[n] = g.placeholder(n.name, type_expr=n.type)
     names = SPLIT_INPUTS if detach_prefix else PLAN_INPUTS
     plan = {name: g.placeholder(f"rc_{name}") for name in names}
-    extra = ["plan"]
+    extra: list[PackedInput] = [PlanInputs(split=detach_prefix)]
     layout = [g.placeholder(f"rc_layout_{i}") for i in range(6)] if blocks is not None else []
     if blocks is not None:
-        extra.append("layout")
+        extra.append(LayoutInputs())
     block_q, block_k = blocks if blocks is not None else (0, 0)
     if detach_prefix:
         shared = plan["gather_s"], plan["columns_s"]
@@ -224,7 +270,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
             # the shared tokens split over the ranks (this rank's: "cp_shared"), the branch tokens whole on each
             cp_in = {name: g.placeholder(f"rc_cp_{name}_s") for name in ("gather", "columns", "pad", "order")}
             cp_qseg = [g.placeholder(f"rc_cp_qseg_s_{i}") for i in range(3)]
-            extra.append("cp_shared")
+            extra.append(ShardInputs(shared=True))
             shared = cp_in["gather"], cp_in["columns"]
             cp_space = [(cp_in["pad"], cp_in["order"])]
             cp_local_scatter = {}
@@ -236,7 +282,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         # gathered layout (ContextShards.order)
         cp_in = {name: g.placeholder(f"rc_cp_{name}") for name in ("gather", "columns", "pad", "order")}
         cp_qseg = [g.placeholder(f"rc_cp_qseg_{i}") for i in range(3)]
-        extra.append("cp")
+        extra.append(ShardInputs())
         streams = [_Stream(g, "all", cp_in["gather"], cp_in["columns"], no_grad=False)]
         cp_space = [(cp_in["pad"], cp_in["order"])]
         cp_local_scatter = {}  # slice space -> [B, K] the rank's own index of each position's token (n_r: not its)
@@ -247,7 +293,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         for st in streams:
             st.add_slice(g, g.placeholder(f"rc_sub{sl.space}_index_{st.name}"))
         scat.append(g.placeholder(f"rc_sub{sl.space}_scatter"))
-        extra.append("slice")
+        extra.append(SliceInputs(sl.space, sl.start, sl.stop))
         if cp_group is not None:
             cp_space.append((g.placeholder(f"rc_cp_sub{sl.space}_pad"), g.placeholder(f"rc_cp_sub{sl.space}_order")))
             if not detach_prefix:
@@ -261,7 +307,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         sel, sel_space = selected_only(a, sites, excluded)
     if sel:
         qseg = [g.placeholder(f"rc_sub{sel_space}_qseg_{i}") for i in range(3)]
-        extra.append(("query_segments", sel_space))
+        extra.append(QuerySegmentInputs(sel_space))
         no_subtree_sel = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
     runs: dict = {}  # shared-stream node -> the stretch of per-token nodes it ends (detach_prefix, chunked)
     if detach_prefix:
@@ -287,7 +333,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
         # rows (packed indices of the space, sorted)
         pairs[gather] = [(g.placeholder(f"rc_pairs{i}_flat_{st.name}"), g.placeholder(f"rc_pairs{i}_local_{st.name}"),
                           g.placeholder(f"rc_pairs{i}_rows_{st.name}")) for st in streams]
-        extra.append(("pairs", a.space[h]))
+        extra.append(PairInputs(a.space[h]))
     detached: dict = {}
     selection_env: dict = {}  # key-selection nodes emitted on the packed tokens (sites may share them)
 
@@ -616,10 +662,9 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     weights = _space_weights(gm, a, old_nodes) if not detach_prefix and cp_group is None and a.slices else None
     head_spaces = tuple(a.space[_gather_args(n)[0]] for n in old_nodes
                         if a.kind.get(n) == Kind.ROW and n in a.boundaries and _is_vocab_gather(n, a))
-    bounds = tuple((sl.start, sl.stop) for sl in a.slices)
-    bound_nodes = [x for sb in bounds for x in sb if isinstance(x, fx.Node)]
+    bound_nodes = [x for sl in a.slices for x in (sl.start, sl.stop) if isinstance(x, fx.Node)]
     _count_rewrites(new_gm)
-    count("sequence_slices_repacked", len(bounds))
+    count("sequence_slices_repacked", len(a.slices))
     n_sel_attention = sum(1 for x in sel if x in sites)
     if sel:
         count("selected_only_nodes", len(sel))
@@ -633,7 +678,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
                  ", ".join(f"the {_slice_name(a, sp)}'s tokens" for sp in sorted(weights.keep)))
     if cp_group is not None:
         count("context_parallel_graphs")
-    return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab, bounds,
+    return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab,
                        subgraph_module(gm, bound_nodes) if bound_nodes else None, _row_outputs(out_node, a),
                        len(sel), n_sel_attention,
                        space_keep=dict(weights.keep) if weights is not None else {},

@@ -31,7 +31,7 @@ from replaycompile.passes.rewrite import PackedGraph, rewrite
 from replaycompile.passes.sink_slices import sink_slices
 from replaycompile.passes.weight_writes import hoist_weight_writes
 
-from replaycompile.kernels.tree_attention import calls_by_path, ran_since
+from replaycompile.kernels.tree_attention import PathRecorder
 
 from .inner import inner_backend, own_code
 from .runtime import continuation
@@ -419,14 +419,13 @@ class ReplayGraph:
         extra = [_not_a_view(x.to(device)) for x in extra]
         args = [_not_a_view(x) if isinstance(x, torch.Tensor) else x for x in args]
         first = id(packed) not in self._packed_fns
-        ran_before = calls_by_path()
         try:
             # capture_scalar_outputs: with dynamic=True Dynamo passes float module attributes as 0-d tensors
             # read by .item(); a graph break there would run the packed forward op by op
             # use_duck_shape off: plan sizes that happen to be equal in the first call (a slice's width and the
             # batch size, say) would otherwise share one symbol, and the next batch would recompile
             with torch._dynamo.config.patch(capture_scalar_outputs=True), \
-                    torch.fx.experimental._config.patch(use_duck_shape=False):
+                    torch.fx.experimental._config.patch(use_duck_shape=False), PathRecorder() as ran:
                 out = self._packed_fn(packed)(*args, *extra)
         except Exception as e:  # noqa: BLE001
             if not first:
@@ -434,7 +433,7 @@ class ReplayGraph:
             log.exception("replay: compiling the packed graph (%s) failed", self.name)
             return None, (f"compiling the packed graph failed ({_first_line(getattr(e, 'inner_exception', None) or e)}"
                           f"); running unpacked")
-        self._attention_ran = ran_since(ran_before)
+        self._attention_ran = ran.paths("forward")
         return out, None
 
     def _stats(self, applied: bool, reason: str | None, plan: ReplayPlan | None, args, split=None, key=None,

@@ -108,12 +108,12 @@ def test_sinks_on_the_triton_path():
     ins64 = [x.detach().double().requires_grad_() for x in (q, k, v, sinks)]
     ref, _ = tree_attention_reference(*ins64[:3], tree.subtree_end, 0.25, sinks=ins64[3])
     ins = [x.detach().clone().requires_grad_() for x in (q, k, v, sinks)]
-    before = ta.calls_by_path()
-    out, _ = tree_attention(*ins[:3], *tree.meta(), 0.25, _tree_layout(tree.subtree_end).tensors(), 16, 16,
-                            None, 0, 0.0, ins[3])
-    go = torch.randn(out.shape, generator=torch.Generator().manual_seed(4))
-    got = torch.autograd.grad(out, ins, go)
-    assert ta.ran_since(before) == "triton" and ta.ran_since(before, "backward") == "triton"
+    with ta.PathRecorder() as ran:
+        out, _ = tree_attention(*ins[:3], *tree.meta(), 0.25, _tree_layout(tree.subtree_end).tensors(), 16, 16,
+                                None, 0, 0.0, ins[3])
+        go = torch.randn(out.shape, generator=torch.Generator().manual_seed(4))
+        got = torch.autograd.grad(out, ins, go)
+    assert ran.paths() == "triton" and ran.paths("backward") == "triton"
     torch.testing.assert_close(out.double(), ref, rtol=2e-5, atol=2e-5)
     for name, a, b in zip(("q", "k", "v", "sinks"), got, torch.autograd.grad(ref, ins64, go.double())):
         torch.testing.assert_close(a.double(), b, rtol=2e-5, atol=2e-5, msg=lambda m: f"d{name}: {m}")

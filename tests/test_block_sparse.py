@@ -185,11 +185,11 @@ def test_tree_equals_cpu_path():
     meta = (tree.subtree_end, tree.seg_q, tree.seg_kv_ptr, tree.kv_ranges, 0.25)
     res = []
     for layout, path in ((_tree_layout(tree.subtree_end).tensors(), "triton"), ([], "torch")):
-        before = ta.calls_by_path()
-        out, lse = tree_attention(q, k, v, *meta, layout, 16, 16)
-        assert ta.ran_since(before) == path and ta.ran_since(before, "backward") is None
-        res.append((out, lse, *torch.autograd.grad(out.sum(), (q, k, v))))
-        assert ta.ran_since(before, "backward") == path
+        with ta.PathRecorder() as ran:
+            out, lse = tree_attention(q, k, v, *meta, layout, 16, 16)
+            assert ran.paths() == path and ran.paths("backward") is None
+            res.append((out, lse, *torch.autograd.grad(out.sum(), (q, k, v))))
+        assert ran.paths("backward") == path
     for x, y in zip(*res):
         torch.testing.assert_close(x, y, rtol=2e-5, atol=2e-5)
 
@@ -310,11 +310,10 @@ def test_unsupported_inputs_use_the_torch_path(caplog):
     tree = build_tree([(-1, 0, 10), (0, 9, 4)])
     q, k, v = make_qkv(tree.n, 2, 2, 16, 16, torch.float64, 0)
     meta = (tree.subtree_end, tree.seg_q, tree.seg_kv_ptr, tree.kv_ranges, 0.25)
-    before = ta.calls_by_path()
-    with caplog.at_level("WARNING", logger="replaycompile"):
+    with caplog.at_level("WARNING", logger="replaycompile"), ta.PathRecorder() as ran:
         out, _ = tree_attention(q, k, v, *meta, _tree_layout(tree.subtree_end).tensors(), 16, 16)
     assert "float64" in caplog.text
-    assert ta.ran_since(before) == "torch"
+    assert ran.paths() == "torch"
     ref, _ = tree_attention_reference(q, k, v, tree.subtree_end, 0.25)
     torch.testing.assert_close(out, ref)
 

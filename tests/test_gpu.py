@@ -47,9 +47,9 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
-def ran_both(before) -> tuple:
-    """(forward, backward) tree-attention paths that ran since the snapshot ``before`` (the op's counters)."""
-    return tree_module.ran_since(before, "forward"), tree_module.ran_since(before, "backward")
+def ran_both(ran) -> tuple:
+    """(forward, backward) tree-attention paths a ``PathRecorder`` counted."""
+    return ran.paths("forward"), ran.paths("backward")
 
 
 def randn(g, *shape, dtype):
@@ -106,10 +106,10 @@ def test_tree_attention_kernels_match_the_reference(dtype, prompt, lens, hq, hkv
     ro, rl = tree_attention_reference(qr, kr, vr, meta[0], scale)
     rg = torch.autograd.grad(ro, (qr, kr, vr), go.float())
     qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
-    before = tree_module.calls_by_path()
-    out, lse = tree_module.tree_attention(qs, ks, vs, *meta, scale, layout.tensors(), bq, bk)
-    grads = torch.autograd.grad(out, (qs, ks, vs), go)
-    ran = ran_both(before)
+    with tree_module.PathRecorder() as rec:
+        out, lse = tree_module.tree_attention(qs, ks, vs, *meta, scale, layout.tensors(), bq, bk)
+        grads = torch.autograd.grad(out, (qs, ks, vs), go)
+    ran = ran_both(rec)
     tol = 1e-4 if dtype == torch.float32 else 2e-2
     row = dict(case=f"tree {str(dtype)[6:]} N={n} Hq={hq} Hkv={hkv} D={d} blocks={bq}x{bk}",
                ran="/".join(map(str, ran)), out=rel(out, ro), lse_max_abs=(lse - rl).abs().max().item(),
@@ -250,9 +250,9 @@ def test_replay_step_on_the_device_equals_eager():
     opts = {"inner": "aot_eager"}
     if DEVICE.type != "cuda":
         opts["attention"] = "triton"  # the dry run: the kernels through the interpreter
-    before = tree_module.calls_by_path()
-    got = grads_of(torch.compile(step, backend="replay", options=opts))
-    ran = ran_both(before)
+    with tree_module.PathRecorder() as rec:
+        got = grads_of(torch.compile(step, backend="replay", options=opts))
+    ran = ran_both(rec)
     st = replaycompile.last_stats()
     worst = max(rel(a, b) for a, b in zip(got[1], ref[1]))
     row = dict(case=f"replay GRPO step, tiny Qwen3 fp32 on {DEVICE.type}, B={b}, prompt {p}", applied=st["applied"],

@@ -56,7 +56,8 @@ def test_passes_import_no_runtime():
 
 # what the runtime may read of the passes: the records they hand it and the evaluators of those records
 RUNTIME_READS = {
-    "replaycompile.passes.rewrite": {"PackedGraph", "PLAN_INPUTS", "SPLIT_INPUTS"},
+    "replaycompile.passes.rewrite": {"PackedGraph", "PLAN_INPUTS", "SPLIT_INPUTS", "PlanInputs", "LayoutInputs",
+                                     "ShardInputs", "SliceInputs", "QuerySegmentInputs", "PairInputs"},
     "replaycompile.passes.loss_weights": {"keep_positions"},
     "replaycompile.passes": {"mask_probe"},
     "replaycompile.passes.nodes": {"count", "subgraph_module"},

@@ -13,7 +13,7 @@ from torch._dynamo.utils import counters
 import replaycompile
 from replaycompile.testing.models import tiny_model
 from replaycompile.passes.region import analyze
-from replaycompile.passes.rewrite import PLAN_INPUTS, SPLIT_INPUTS, choose_blocks, rewrite
+from replaycompile.passes.rewrite import PLAN_INPUTS, SPLIT_INPUTS, LayoutInputs, choose_blocks, rewrite
 from replaycompile.runtime.inputs import lm_head_rows, packed_inputs, without_lm_head
 from replaycompile.passes.sink_slices import sink_slices
 from replaycompile.runtime.plan import build_plan, split_shared
@@ -137,7 +137,7 @@ def test_block_sizes_are_chosen_in_the_rewrite():
     assert choose_blocks(a, "triton", "cpu") == default_blocks(head_dim, torch.float32, "cpu")
     packed = rewrite(gm, a, attention="triton", device="cpu", chunked_lm_head=False)
     assert packed.blocks == default_blocks(head_dim, torch.float32, "cpu")
-    assert "layout" in packed.extra_inputs
+    assert any(isinstance(x, LayoutInputs) for x in packed.extra_inputs)
     plan = build_plan(ids, am)
     assert len(a.slices) == 1  # the loss's logits[:, p-1:-1]
     assert len(packed_inputs(packed, inputs, plan)[0]) == len(PLAN_INPUTS) + 6 + 2  # the plan, the layout, the slice's two

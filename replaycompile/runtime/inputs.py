@@ -1,5 +1,5 @@
 """Per call: the packed graph's extra inputs from the batch's plan (the contract ``PackedGraph.extra_inputs``
-the rewrite wrote down). Runs every call; reads the plan and the call's arguments, never rewrites a graph."""
+the rewrite wrote down, one ``PackedInput`` record each). Runs every call; reads the plan and the call's arguments, never rewrites a graph."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import torch
 import torch.fx as fx
 
 from replaycompile.passes.loss_weights import keep_positions
-from replaycompile.passes.rewrite import PLAN_INPUTS, SPLIT_INPUTS, PackedGraph
+from replaycompile.passes.rewrite import (PLAN_INPUTS, SPLIT_INPUTS, LayoutInputs, PackedGraph, PairInputs,
+                                          PlanInputs, QuerySegmentInputs, ShardInputs, SliceInputs)
 
 __all__ = ["packed_inputs", "lm_head_rows", "without_lm_head"]
 
@@ -19,9 +20,9 @@ def packed_inputs(packed: PackedGraph, args, plan, split=None) -> tuple[list, di
     src = split if split is not None else plan
     bound: dict = {}
     if packed.bounds_gm is not None:
-        nodes = [x for sb in packed.slice_bounds for x in sb if isinstance(x, fx.Node)]
+        nodes = [x for sl in packed.extra_inputs if isinstance(sl, SliceInputs) for x in (sl.start, sl.stop)
+                 if isinstance(x, fx.Node)]
         bound = dict(zip(nodes, (int(v) for v in packed.bounds_gm(*args))))
-    slices = iter(packed.slice_bounds)
     # per packed space: its scatter [B, K] and its token count (the fused LM head's pairs come from them)
     scatters = [src.scatter_index]
     sizes = [plan.num_packed]
@@ -33,15 +34,16 @@ def packed_inputs(packed: PackedGraph, args, plan, split=None) -> tuple[list, di
     shards = owner = None
     cp_share = None                      # (this rank's tokens, the tokens split) under context parallelism
     for what in packed.extra_inputs:
-        if what == "plan":
+        if isinstance(what, PlanInputs):
+            assert what.split == (split is not None), "a detach_prefix graph takes the batch's SharedSplit"
             out.extend(getattr(src, n) for n in (SPLIT_INPUTS if split is not None else PLAN_INPUTS))
-        elif what in ("cp", "cp_shared"):
+        elif isinstance(what, ShardInputs):
             # this rank's share of the packed tokens, or under detach_prefix of the shared tokens (the branch
             # tokens whole on each rank)
             from replaycompile.context_parallel import context_shards, query_segments, shared_tree
 
-            tree, gather, columns = (plan, plan.gather_index, plan.columns) if what == "cp" else \
-                (shared_tree(split), split.gather_s, split.columns_s)
+            tree, gather, columns = (shared_tree(split), split.gather_s, split.columns_s) if what.shared else \
+                (plan, plan.gather_index, plan.columns)
             rank, world, _ = packed.cp
             shards = context_shards(tree, world)
             mine = shards.index[rank]
@@ -50,14 +52,15 @@ def packed_inputs(packed: PackedGraph, args, plan, split=None) -> tuple[list, di
                 owner[ix] = r
             out.extend([gather[mine], columns[mine], torch.empty(shards.size - mine.numel(), dtype=torch.int64),
                         shards.order, *query_segments(tree, mine)])
-            if what == "cp":
+            if not what.shared:
                 sizes[0] = int(mine.numel())
-            cp_share = (int(mine.numel()), tree.num_packed, "packed" if what == "cp" else "shared")
-        elif what == "layout":
+            cp_share = (int(mine.numel()), tree.num_packed, "shared" if what.shared else "packed")
+        elif isinstance(what, LayoutInputs):
             lay = split.block_layout_s(*packed.blocks) if split is not None else plan.block_layout(*packed.blocks)
             out.extend(lay.tensors())
-        elif what == "slice":
-            start, stop = (bound.get(x, x) for x in next(slices))
+        elif isinstance(what, SliceInputs):
+            assert what.space == len(sizes), (what.space, len(sizes))
+            start, stop = (bound.get(x, x) for x in (what.start, what.stop))
             sel = src.select_columns(start, stop)
             keep_expr = packed.space_keep.get(len(sizes)) if split is None else None
             if keep_expr is not None:
@@ -104,10 +107,10 @@ def packed_inputs(packed: PackedGraph, args, plan, split=None) -> tuple[list, di
             sizes.append(sum(int(x.shape[0]) for x in sel[:-1]))
             sel_shared[len(sizes) - 1] = int(sel[0].shape[0])
             sel_index[len(sizes) - 1] = sel[0]
-        elif what[0] == "query_segments":
-            out.extend(plan.query_segments(sel_index[what[1]]))
-        elif what[0] == "pairs":
-            sp = what[1]
+        elif isinstance(what, QuerySegmentInputs):
+            out.extend(plan.query_segments(sel_index[what.space]))
+        elif isinstance(what, PairInputs):
+            sp = what.space
             if split is None:
                 out.extend(plan.unique_pairs(scatters[sp], 0, sizes[sp]))
                 continue
