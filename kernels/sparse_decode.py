@@ -229,12 +229,23 @@ def page_scores(q: Tensor, st: PageState, n_pages: int, page_score: str = "bound
     qm = q.reshape(b, hkv, hq // hkv, d).to(torch.float32).mean(2)
     if page_score == "centroid":
         cent, has = st.centroids(n_pages)
-        return torch.einsum("bhpd,bhd->bhp", cent, qm), has  # (a bmm with N=1 is 4x slower)
+        return score_pages(qm, cent, None, "centroid"), has
     kmax, kmin, has = st.bounds(n_pages)
-    # sum_d max(q_d kmax_d, q_d kmin_d) = q+ . kmax + q- . kmin (kmax >= kmin): two matrix-vector products, no
-    # [B, Hkv, n_pages, D] temporary. An empty page gives nan or inf here; callers mask it by `has`
-    return (torch.einsum("bhpd,bhd->bhp", kmax, qm.clamp_min(0))
-            + torch.einsum("bhpd,bhd->bhp", kmin, qm.clamp_max(0))), has
+    return score_pages(qm, kmax, kmin, "bound"), has
+
+
+def score_pages(q: Tensor, keys: Tensor, kmin: Tensor | None, page_score: str,
+                equation: str = "bhpd,bhd->bhp") -> Tensor:
+    """The page scores' rule, for decode (one query per row, the default ``equation``: pages [B, Hkv, P, D],
+    queries [B, Hkv, D]) and for training's query blocks (``distill.training_selection``: another equation).
+    "centroid": q . (the page's mean visible key), ``keys`` the centroids. "bound": an upper bound of q . k over
+    the page's keys, sum_d max(q_d kmax_d, q_d kmin_d) = q+ . kmax + q- . kmin (kmax >= kmin), ``keys`` the
+    per-dimension maxima: two matrix-vector products, no [..., P, D] temporary. An empty page gives nan or inf;
+    callers mask it."""
+    _check_page_score(page_score)
+    if page_score == "centroid":
+        return torch.einsum(equation, keys, q)  # (a bmm with N=1 is 4x slower in decode)
+    return torch.einsum(equation, keys, q.clamp_min(0)) + torch.einsum(equation, kmin, q.clamp_max(0))
 
 
 def select_pages(q: Tensor, k: Tensor, visible: Tensor, kv_len: int, topk: int, page_size: int, sink: int,

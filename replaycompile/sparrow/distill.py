@@ -17,18 +17,22 @@ transformers attention function for the duration of the step: the model's code i
 from __future__ import annotations
 
 import contextlib
+import contextvars
 
 import torch
 from torch import Tensor
 
 from replaycompile.kernels.block_sparse import cdiv
+from replaycompile.kernels.sparse_decode import score_pages
 from .losses import tis_policy_loss
 from .schedule import SparrowSchedule
 
 __all__ = ["DistillSparse", "sparse_training_attention", "training_selection"]
 
 ATTN_NAME = "replaycompile_sparrow"
-_state: dict = {"schedule": None}  # the schedule sparse_training_attention reads (set by sparse_attention)
+# the schedule sparse_training_attention reads, set for the length of a ``sparse_attention`` block (a context
+# variable, so nested blocks and threads each see their own)
+_SCHEDULE: contextvars.ContextVar = contextvars.ContextVar("replaycompile_sparrow_training_schedule", default=None)
 
 
 def training_selection(q: Tensor, k: Tensor, key_visible: Tensor, schedule: SparrowSchedule) -> Tensor:
@@ -47,14 +51,13 @@ def training_selection(q: Tensor, k: Tensor, key_visible: Tensor, schedule: Spar
     qb = torch.nn.functional.pad(q.float(), (0, 0, 0, pad)).view(hkv, hq // hkv, nb, p, d).mean((1, 3))
     if schedule.page_score == "centroid":
         cent = kp.view(hkv, nb, p, d).sum(2) / cnt.clamp_min(1.0)[None, :, None]  # [Hkv, nKB, D]
-        scores = torch.einsum("hmd,hnd->hmn", qb, cent)  # [Hkv, nQB, nKB]
-    else:  # the bound score, as kernels/sparse_decode.page_scores: q+ . kmax + q- . kmin (empty pages masked below)
+        scores = score_pages(qb, cent, None, "centroid", "hnd,hmd->hmn")  # [Hkv, nQB, nKB]
+    else:  # per-dimension maxima and minima of the visible keys (empty pages masked below)
         hidden = (vis == 0)[None, :, None]
         kb = torch.nn.functional.pad(k.float(), (0, 0, 0, pad))
         kmax = kb.masked_fill(hidden, float("-inf")).view(hkv, nb, p, d).amax(2)
         kmin = kb.masked_fill(hidden, float("inf")).view(hkv, nb, p, d).amin(2)
-        scores = (torch.einsum("hmd,hnd->hmn", qb.clamp_min(0), kmax)
-                  + torch.einsum("hmd,hnd->hmn", qb.clamp_max(0), kmin))
+        scores = score_pages(qb, kmax, kmin, "bound", "hnd,hmd->hmn")
     m = torch.arange(nb)
     causal = m[None, :] <= m[:, None]
     has = cnt > 0
@@ -76,7 +79,7 @@ def sparse_training_attention(module, query, key, value, attention_mask, dropout
     """A transformers attention function: Sparrow's page budget in training (see the module docstring)."""
     from replaycompile.kernels.block_sparse import BlockLayout, causal_block_mask, mask_visible
 
-    sched = _state["schedule"]
+    sched = _SCHEDULE.get()
     layer = getattr(module, "layer_idx", None)
     if sched is None or layer in sched.dense_layers or query.shape[2] == 1:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -113,13 +116,13 @@ def sparse_attention(model, schedule: SparrowSchedule):
     _register()
     cfg = model.config
     prev = cfg._attn_implementation
-    _state.update(schedule=schedule)
+    token = _SCHEDULE.set(schedule)
     cfg._attn_implementation = ATTN_NAME
     try:
         yield
     finally:
         cfg._attn_implementation = prev
-        _state["schedule"] = None
+        _SCHEDULE.reset(token)
 
 
 def _token_logprobs(model, sequences: Tensor, attention_mask: Tensor, prompt_len: int) -> Tensor:
