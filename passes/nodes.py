@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import operator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -17,10 +18,10 @@ import torch.fx as fx
 class Role(str, enum.Enum):
     """What a dimension of a tensor is. A ``str`` enum, so a role compares equal to its name.
 
-    Two more roles are built per graph, for mixture-of-experts routing: ``"BT*k"`` (``slots_role``), a flattened
-    batch*sequence*k dimension, token-major (k routing slots per token); ``"S:<node>"`` (``sorted_role``), the
-    token (or slot) axis in the data-dependent order of the sort at <node> (HF's experts group the
-    (token, expert) pairs by expert)."""
+    Two more kinds of role are built per graph, for mixture-of-experts routing: ``SlotsRole(k)`` (printed
+    "BT*k"), a flattened batch*sequence*k dimension, token-major (k routing slots per token); ``SortedRole(node)``
+    (printed "S:<node>"), the token (or slot) axis in the data-dependent order of the sort at <node> (HF's experts
+    group the (token, expert) pairs by expert)."""
     B = "B"    # the batch axis
     T = "T"    # the sequence axis
     BT = "BT"  # a flattened batch*sequence axis
@@ -45,25 +46,41 @@ class Kind(str, enum.Enum):
         return self.value
 
 
-def slots_role(k: int) -> str:
-    return BT if k == 1 else f"{BT.value}*{k}"
+@dataclass(frozen=True)
+class SlotsRole:
+    """A flattened batch*sequence*k dimension, token-major: k mixture-of-experts routing slots per token."""
+    k: int
+
+    def __str__(self) -> str:
+        return f"{BT.value}*{self.k}"
+
+
+@dataclass(frozen=True)
+class SortedRole:
+    """The token (or slot) axis in the data-dependent order of the sort at node ``sort`` (by name)."""
+    sort: str
+
+    def __str__(self) -> str:
+        return f"S:{self.sort}"
+
+
+def slots_role(k: int):
+    return BT if k == 1 else SlotsRole(k)
 
 
 def slots(role) -> int | None:
-    """k of a "BT*k" role (1 for BT), None for any other role."""
+    """k of a slots role (1 for BT), None for any other role."""
     if role == BT:
         return 1
-    if isinstance(role, str) and role.startswith(BT.value + "*"):
-        return int(role[len(BT.value) + 1:])
-    return None
+    return role.k if isinstance(role, SlotsRole) else None
 
 
-def sorted_role(sort_node: fx.Node) -> str:
-    return f"S:{sort_node.name}"
+def sorted_role(sort_node: fx.Node) -> SortedRole:
+    return SortedRole(sort_node.name)
 
 
 def is_sorted_role(role) -> bool:
-    return isinstance(role, str) and role.startswith("S:")
+    return isinstance(role, SortedRole)
 
 
 SDPA = {torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention}

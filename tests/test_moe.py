@@ -16,7 +16,7 @@ from test_detach_prefix import tree_batch
 
 import replaycompile
 from replaycompile.testing.models import tiny_model
-from replaycompile.passes.nodes import BT
+from replaycompile.passes.nodes import BT, SlotsRole, SortedRole
 from replaycompile.passes.region import analyze
 
 MOE = ["qwen3_moe", "mixtral"]
@@ -100,13 +100,12 @@ def test_moe_routing_roles_in_the_graph():
     assert len(sorts) == model.config.num_hidden_layers and len(mms) == 2 * len(sorts)
     assert all(a.kind[n] == "packed" for n in sorts + mms)
     assert all(a.roles[n][0] == a.roles[mms[0]][0] for n in mms[:2])
-    assert a.roles[mms[0]][0].startswith("S:")
-    assert sorted(set(a.token_index.values())) == sorted({"BT", "BT*2", a.roles[mms[0]][0],
-                                                         a.roles[mms[2]][0]})
+    assert isinstance(a.roles[mms[0]][0], SortedRole)
+    assert set(a.token_index.values()) == {BT, SlotsRole(2), a.roles[mms[0]][0], a.roles[mms[2]][0]}
     assert len(a.segments) == 2 * len(sorts)  # histc and its cumsum, per layer
-    assert set(a.inverse_aranges.values()) == {"BT*2"}
+    assert set(a.inverse_aranges.values()) == {SlotsRole(2)}
     views = [n for n in gm.graph.nodes if n.name in ("expert_ids", "expert_ids_1")]
-    assert views and all(a.roles[n] == ("BT*2",) for n in views)
+    assert views and all(a.roles[n] == (SlotsRole(2),) for n in views)
     assert BT in {r for n in gm.graph.nodes for r in (a.roles.get(n) or ())}
 
 
