@@ -128,18 +128,29 @@ def same_class_sublayers(gm: fx.GraphModule, classes) -> dict:
     return out
 
 
-def admit_output(x: fx.Node, user: fx.Node, a, same_size, decline) -> bool:
-    """Let ``x``, a row value (computed from replayed activations) that ``user`` reads, re-enter the packed
-    region when it is the ``[B, T, ...]`` output of a layer computed per row and ``user`` is outside that
-    layer: ``x`` becomes gatherable (``a.tokenfn``, roles B, T then per-token dims), which the rewrite reads
-    at each packed token from the one row the plan's ``gather_index`` names. True when admitted. A per-row
-    layer's value leaving it in another layout (a cache's state, say) raises ``decline`` naming the layer."""
+@dataclass(frozen=True)
+class PerRowVerdict:
+    """What the per-row rule says of one node (``classify``); the analysis applies it. ``row``: the node is
+    inside a layer computed per row (a ``row`` node, replayed: the whole layer runs as eager runs it, row by
+    row). ``admitted``: (value, roles) of the per-row layers' outputs the node reads, which re-enter the packed
+    region as gatherable values (``a.tokenfn``, roles B, T, then per-token dims), read by the rewrite at each
+    packed token from the one row the plan's ``gather_index`` names."""
+    row: bool = False
+    admitted: tuple = ()
+
+
+def admitted_roles(x: fx.Node, user: fx.Node, a, same_size, decline, pending=()) -> tuple | None:
+    """The roles with which ``x``, a row value (computed from replayed activations) that ``user`` reads,
+    re-enters the packed region, when it is the ``[B, T, ...]`` output of a layer computed per row and ``user``
+    is outside that layer; None when it does not. ``pending``: values admitted by the same verdict, not yet in
+    ``a.tokenfn``. A per-row layer's value leaving it in another layout (a cache's state, say), or a second
+    value leaving the same layer, raises ``decline`` naming the layer."""
     layer = recurrent_layer(x, a)
     if layer is None:
-        return False
+        return None
     inner = recurrent_layer(user, a)
     if inner is not None and inner[0] == layer[0]:
-        return False  # still inside the layer: it runs per row
+        return None  # still inside the layer: it runs per row
     path, name = layer
     v = val(x)
     shape = tuple(v.shape) if isinstance(v, torch.Tensor) else None
@@ -150,36 +161,35 @@ def admit_output(x: fx.Node, user: fx.Node, a, same_size, decline) -> bool:
                       f"{list(shape) if shape is not None else '?'} leaves the layer (read by `{user.name}`) "
                       f"without a [batch, seq, ...] layout to gather back to the packed tokens (a recurrent or "
                       f"conv state? training steps should call the model with use_cache=False)")
-    other = next((y for y in a.tokenfn if y is not x and isinstance(y, fx.Node) and a.kind.get(y) == Kind.ROW
-                  and (recurrent_layer(y, a) or ("",))[0] == path), None)
+    gatherable = [y for y in a.tokenfn if isinstance(y, fx.Node) and a.kind.get(y) == Kind.ROW] + list(pending)
+    other = next((y for y in gatherable if y is not x and (recurrent_layer(y, a) or ("",))[0] == path), None)
     if other is not None:
         # the layer's output is the one value checked to be causal per row (verify_per_row); a second one (an
         # intermediate the model reads elsewhere) is not
         raise decline(f"layer `{path}` ({name}) is computed per row, but two of its values leave it "
                       f"(`{other.name}` and `{x.name}`, read by `{user.name}`); only its output can be gathered "
                       f"back to the packed tokens")
-    a.tokenfn.add(x)
     # [B, T, ...], or [B * T, ...] (a layer that flattens its tokens, as MoE blocks do)
-    a.roles[x] = (BT,) + (None,) * (len(shape) - 1) if flat else (B, T) + (None,) * (len(shape) - 2)
-    return True
+    return (BT,) + (None,) * (len(shape) - 1) if flat else (B, T) + (None,) * (len(shape) - 2)
 
 
-def classify(n: fx.Node, a, replayed: set, same_size, decline) -> bool:
-    """The analysis's hook, called for each node before its own rules. A token-dependent node inside a layer
-    computed per row is a ``row`` node (its packed inputs are replayed to ``[B, T, ...]``, so the whole layer
-    runs as eager runs it, row by row): True, the caller goes on to the next node. A node outside such a layer
-    that reads its output gets that output admitted back into the packed region (``admit_output``): False,
-    the caller's rules then see a gatherable value."""
+def classify(n: fx.Node, a, replayed: set, same_size, decline) -> PerRowVerdict:
+    """The analysis's hook, called for each node before its own rules; it reads the analysis so far and
+    returns its verdict (``PerRowVerdict``), which the caller applies. A token-dependent node inside a layer
+    computed per row is a ``row`` node: the caller goes on to the next node. A node outside such a layer that
+    reads its output gets that output admitted back into the packed region: the caller's rules then see a
+    gatherable value."""
     if a.per_row_modules and recurrent_layer(n, a) is not None:
         if not any(a.kind.get(x) == Kind.PACKED or x in a.tokenfn or x in replayed for x in n.all_input_nodes):
-            return False  # weights only (the decay's -exp(A_log), say): the ordinary rules apply
-        a.kind[n], a.roles[n] = Kind.ROW, None
-        replayed.add(n)
-        return True
+            return PerRowVerdict()  # weights only (the decay's -exp(A_log), say): the ordinary rules apply
+        return PerRowVerdict(row=True)
+    admitted = []
     for x in n.all_input_nodes:
         if x in replayed and x not in a.tokenfn:
-            admit_output(x, n, a, same_size, decline)
-    return False
+            r = admitted_roles(x, n, a, same_size, decline, [y for y, _ in admitted])
+            if r is not None:
+                admitted.append((x, r))
+    return PerRowVerdict(admitted=tuple(admitted))
 
 
 def per_row_layers(a) -> dict:

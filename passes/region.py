@@ -359,8 +359,14 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
             kind[n], roles[n], space[n] = Kind.PACKED, (a.inverse_aranges[n],), space.get(e, 0)
             continue
         ins = n.all_input_nodes
-        if recurrent.classify(n, a, replayed, same_size, Decline):
-            continue  # inside a recurrent layer computed per row (its output re-enters packed: passes/recurrent.py)
+        verdict = recurrent.classify(n, a, replayed, same_size, Decline)
+        for x, r in verdict.admitted:  # a per-row layer's output, read here: gatherable (passes/recurrent.py)
+            a.tokenfn.add(x)
+            roles[x] = r
+        if verdict.row:  # inside a recurrent layer computed per row
+            kind[n], roles[n] = Kind.ROW, None
+            replayed.add(n)
+            continue
         packed_ins = [x for x in ins if is_packed(x)]
         if n in by_node:
             s = by_node[n]
