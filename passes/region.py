@@ -45,6 +45,26 @@ class SliceSite:
 
 
 @dataclass
+class RoutingFacts:
+    """Mixture-of-experts routing, as the role rules found it (passes/roles.py), read by the region and the
+    rewrite: values that are indices into a token axis, by the role of the axis they index; the sorted keys of
+    a sort, by the sorted role; per-expert token counts and offsets of a sorted axis (batch-level values, legal
+    only as a grouped matmul's group offsets), by the sorted role; the aranges that build an inverse permutation
+    (``inv[perm] = arange(n)``), by the role of their axis."""
+    token_index: dict = field(default_factory=dict)
+    sorted_keys: dict = field(default_factory=dict)
+    segments: dict = field(default_factory=dict)
+    inverse_aranges: dict = field(default_factory=dict)
+
+    def nodes(self) -> set:
+        """Every node the routing facts name (the rewrite copies them as they are)."""
+        return set(self.token_index) | set(self.sorted_keys) | set(self.segments) | set(self.inverse_aranges)
+
+    def __bool__(self) -> bool:
+        return bool(self.token_index or self.sorted_keys or self.segments or self.inverse_aranges)
+
+
+@dataclass
 class GraphAnalysis:
     ids: fx.Node | None = None                    # token-id placeholder (feeds the embedding)
     token_inputs: list = field(default_factory=list)  # placeholders that enter the plan key (ids, mask, positions)
@@ -61,14 +81,7 @@ class GraphAnalysis:
     paramdep: set = field(default_factory=set)    # values computed from parameters only (weights)
     boundaries: dict = field(default_factory=dict)  # row node fed by packed values -> why it leaves the region
     seeded: dict = field(default_factory=dict)    # continuation: placeholder -> roles of an activation input
-    # mixture-of-experts routing (see _routing_roles): values that are indices into a token axis, by the role of
-    # the axis they index; the sorted keys of a sort, by the sorted role; per-expert token counts and offsets
-    # of a sorted axis (batch-level values, legal only as a grouped matmul's group offsets); the aranges that
-    # build an inverse permutation (``inv[perm] = arange(n)``), by the role of their axis
-    token_index: dict = field(default_factory=dict)
-    sorted_keys: dict = field(default_factory=dict)
-    segments: dict = field(default_factory=dict)
-    inverse_aranges: dict = field(default_factory=dict)
+    routing: RoutingFacts = field(default_factory=lambda: RoutingFacts())  # mixture-of-experts routing
     # sub-layers computed per row (passes/recurrent.py): module path -> class name; and the token-mixing
     # sub-layers an analysis met (module path -> class), which ``analyze`` then tries per row
     per_row_modules: dict = field(default_factory=dict)
@@ -353,10 +366,10 @@ def _analyze(gm: fx.GraphModule, a: GraphAnalysis, seeds: dict | None = None) ->
         if n in internal:
             kind[n] = Kind.INTERNAL
             continue
-        if n in a.inverse_aranges:
+        if n in a.routing.inverse_aranges:
             # the arange of an inverse permutation: as long as the packed slots (the rewrite sizes it so)
             e = next(iter(n.users)).args[0]
-            kind[n], roles[n], space[n] = Kind.PACKED, (a.inverse_aranges[n],), space.get(e, 0)
+            kind[n], roles[n], space[n] = Kind.PACKED, (a.routing.inverse_aranges[n],), space.get(e, 0)
             continue
         ins = n.all_input_nodes
         verdict = recurrent.classify(n, a, replayed, same_size, Decline)
@@ -560,7 +573,7 @@ def _check_layout(gm: fx.GraphModule, a: GraphAnalysis) -> None:
                 r = a.roles.get(x) or ()
                 if a.kind.get(x) == Kind.PACKED and x.op != "placeholder" and B not in r and BT not in r:
                     raise Decline(f"node `{x.name}` has no batch axis to replay to")
-        elif k == Kind.PACKED and n.op != "placeholder" and n not in sites and n not in a.inverse_aranges:
+        elif k == Kind.PACKED and n.op != "placeholder" and n not in sites and n not in a.routing.inverse_aranges:
             if is_reshape(n) or op_name(n) in NEW_TENSOR_NAMES:
                 why = packed_reshape(a.roles[n], shape(n), 0)
                 if isinstance(why, str):

@@ -301,9 +301,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     sites = {s.node: s for s in a.attention}
     sel, sel_space = {}, None
     if prune and not detach_prefix and blocks is None:
-        excluded = set(scan_sites) | scan_inside | set(windows or {}) | set(a.token_index) | \
-            {s.node for s in a.attention if s.selection is not None} | \
-            set(a.inverse_aranges) | set(a.sorted_keys) | set(a.segments)
+        excluded = set(scan_sites) | scan_inside | set(windows or {}) | a.routing.nodes() | \
+            {s.node for s in a.attention if s.selection is not None}
         sel, sel_space = selected_only(a, sites, excluded)
     if sel:
         qseg = [g.placeholder(f"rc_sub{sel_space}_qseg_{i}") for i in range(3)]
@@ -924,7 +923,7 @@ def _shared_stretches(old_nodes: list, a: GraphAnalysis, sites: dict) -> list:
     """The stretches of per-token nodes (packed, all tokens' space, a token axis, not an attention) that run one
     after another in graph order with nothing between them that reads a packed value; a graph with MoE routing
     (whose tokens meet in an expert's batch) has none."""
-    if a.token_index or a.inverse_aranges or a.sorted_keys or a.segments:
+    if a.routing:
         return []
     stretches, cur = [], []
     for n in old_nodes:
@@ -992,15 +991,15 @@ def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_inde
         fill = (arg(n.args[-1]),) if op_name(n) == "new_full" else ()
         return g.call_method(op_name(n), (arg(n.args[0]), sizes) + fill, {k: arg(v) for k, v in n.kwargs.items()
                                                                            if k != "size"})
-    if n in a.inverse_aranges:  # arange(k * tokens) of an MoE inverse permutation, on the packed tokens' slots
-        n_slots = g.call_function(operator.mul, (n_tok, slots(a.inverse_aranges[n])))
+    if n in a.routing.inverse_aranges:  # arange(k * tokens) of an MoE inverse permutation, on the packed tokens' slots
+        n_slots = g.call_function(operator.mul, (n_tok, slots(a.routing.inverse_aranges[n])))
         return g.call_function(torch.arange, (n_slots,), dict(n.kwargs))
     if is_expand(n):
         sizes = [-1 if r is not None else s for r, s in zip(roles, out_shape)]
         assert all(isinstance(s, int) for s in sizes), n.name  # region._check_layout declined such graphs
         return g.call_method("expand", (arg(n.args[0]), sizes))
     idx_nodes = n.args[1] if len(n.args) > 1 and isinstance(n.args[1], tuple) else n.args[1:2]
-    token_gather = any(isinstance(i, fx.Node) and i in a.token_index for i in idx_nodes)  # MoE: copied as is
+    token_gather = any(isinstance(i, fx.Node) and i in a.routing.token_index for i in idx_nodes)  # MoE: copied as is
     if n.op == "call_function" and n.target is operator.getitem and not isinstance(val(n.args[0]), (tuple, list)) \
             and not token_gather:
         base, idx = n.args

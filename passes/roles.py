@@ -589,16 +589,16 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     from the same sort, the offsets are the counts of that sort's keys, and the results return through its
     inverse permutation. Roles of ``n``, a reason, or None (not a routing op; the general rules apply)."""
     name = op_name(n)
-    seg_in = [x for x in n.all_input_nodes if x in a.segments]
+    seg_in = [x for x in n.all_input_nodes if x in a.routing.segments]
     if n.op == "call_function" and n.target is operator.getitem and isinstance(val(n.args[0]), (tuple, list)):
         base, i = n.args
         rb = roles.get(base) or ()
         if op_name(base) == "sort" and sorted_role(base) in rb:  # sort's (values, indices)
             d = rb.index(sorted_role(base))
             if i == 1:  # which slot of the sorted axis each sorted row is
-                a.token_index[n] = roles[base.args[0]][d]
+                a.routing.token_index[n] = roles[base.args[0]][d]
             else:       # the keys, in sorted order: they group the rows
-                a.sorted_keys[n] = rb[d]
+                a.routing.sorted_keys[n] = rb[d]
             return rb
         return None
     if name == "sort" and n.args and isinstance(n.args[0], fx.Node):
@@ -617,7 +617,7 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     if seg_in:
         x = seg_in[0]
         if name == "cumsum" and n.args[0] is x:
-            a.segments[n] = a.segments[x]
+            a.routing.segments[n] = a.routing.segments[x]
             return (None,) * len(shape(n))
         if name in _GROUPED_MM:
             return _grouped_mm_roles(n, roles, a)
@@ -626,18 +626,18 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
                 f"matmul's offsets")
     if name == "histc" and n.args and isinstance(n.args[0], fx.Node):
         key = _cast_source(n.args[0])
-        if key in a.sorted_keys:
-            a.segments[n] = a.sorted_keys[key]
+        if key in a.routing.sorted_keys:
+            a.routing.segments[n] = a.routing.sorted_keys[key]
             return (None,) * len(shape(n))
         return None
-    if name in _CASTS and n.args and n.args[0] in a.sorted_keys and n.op == "call_method":
-        a.sorted_keys[n] = a.sorted_keys[n.args[0]]
+    if name in _CASTS and n.args and n.args[0] in a.routing.sorted_keys and n.op == "call_method":
+        a.routing.sorted_keys[n] = a.routing.sorted_keys[n.args[0]]
         return None  # roles as any cast
-    if name in ("floordiv",) and n.args and n.args[0] in a.token_index and isinstance(n.args[1], int):
+    if name in ("floordiv",) and n.args and n.args[0] in a.routing.token_index and isinstance(n.args[1], int):
         # a slot index // k is the token index ("BT*k" -> "BT")
-        k = slots(a.token_index[n.args[0]])
+        k = slots(a.routing.token_index[n.args[0]])
         if k is not None and n.args[1] > 0 and k % n.args[1] == 0:
-            a.token_index[n] = slots_role(k // n.args[1])
+            a.routing.token_index[n] = slots_role(k // n.args[1])
             return roles.get(n.args[0])
         return None
     if n.op == "call_function" and n.target is operator.getitem:
@@ -661,16 +661,16 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
                 and r0[1:] == r1[1:] == (None, None):
             return (r0[0], None, None)
         return None
-    if name == "empty_like" and n.args and n.args[0] in a.token_index:
+    if name == "empty_like" and n.args and n.args[0] in a.routing.token_index:
         perm = n.args[0]
         ar = _inverse_arange(n, perm)
         if ar is not None and is_sorted_role((roles.get(perm) or (None,))[0]) and len(roles[perm]) == 1:
             # inv[perm] = arange(n): inv maps each original slot to its sorted row
-            a.token_index[n] = roles[perm][0]
-            a.inverse_aranges[ar] = a.token_index[perm]
-            return (a.token_index[perm],)
+            a.routing.token_index[n] = roles[perm][0]
+            a.routing.inverse_aranges[ar] = a.routing.token_index[perm]
+            return (a.routing.token_index[perm],)
         return None
-    if n.op == "call_function" and n.target is operator.setitem and n.args[2] in a.inverse_aranges:
+    if n.op == "call_function" and n.target is operator.setitem and n.args[2] in a.routing.inverse_aranges:
         return ()
     return None
 
@@ -681,7 +681,7 @@ def _routing_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
 def routing_value(x: fx.Node, a: GraphAnalysis) -> bool:
     """A value along a routing axis (k > 1 slots, or rows sorted by expert) or the batch's expert counts."""
     r = a.roles.get(x) or ()
-    return x in a.segments or any((slots(role) or 1) > 1 or is_sorted_role(role) for role in r)
+    return x in a.routing.segments or any((slots(role) or 1) > 1 or is_sorted_role(role) for role in r)
 
 
 def _cast_source(x: fx.Node) -> fx.Node:
@@ -804,10 +804,10 @@ def _token_gather_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     base, idx = n.args
     if isinstance(idx, tuple) and len(idx) == 1:
         idx = idx[0]
-    if not isinstance(idx, fx.Node) or idx not in a.token_index:
+    if not isinstance(idx, fx.Node) or idx not in a.routing.token_index:
         return None
     br = roles.get(base)
-    if br is None or not br or br[0] != a.token_index[idx] or any(r is not None for r in br[1:]):
+    if br is None or not br or br[0] != a.routing.token_index[idx] or any(r is not None for r in br[1:]):
         return None
     return tuple(roles[idx]) + tuple(br[1:])
 
@@ -835,7 +835,7 @@ def _grouped_mm_roles(n: fx.Node, roles: dict, a: GraphAnalysis):
     offs = n.kwargs.get("offs", n.args[2] if len(n.args) > 2 else None)
     rx = roles.get(x)
     if (rx is None or len(rx) != 2 or not is_sorted_role(rx[0]) or rx[1] is not None
-            or offs not in a.segments or a.segments[offs] != rx[0]):
+            or offs not in a.routing.segments or a.routing.segments[offs] != rx[0]):
         return (f"a grouped matmul whose groups (`{getattr(offs, 'name', offs)}`) are not the expert counts of the "
                 f"sort that ordered its input `{getattr(x, 'name', x)}`")
     if isinstance(w, fx.Node) and roles.get(w) and any(roles[w]):

@@ -101,9 +101,9 @@ def test_moe_routing_roles_in_the_graph():
     assert all(a.kind[n] == "packed" for n in sorts + mms)
     assert all(a.roles[n][0] == a.roles[mms[0]][0] for n in mms[:2])
     assert isinstance(a.roles[mms[0]][0], SortedRole)
-    assert set(a.token_index.values()) == {BT, SlotsRole(2), a.roles[mms[0]][0], a.roles[mms[2]][0]}
-    assert len(a.segments) == 2 * len(sorts)  # histc and its cumsum, per layer
-    assert set(a.inverse_aranges.values()) == {SlotsRole(2)}
+    assert set(a.routing.token_index.values()) == {BT, SlotsRole(2), a.roles[mms[0]][0], a.roles[mms[2]][0]}
+    assert len(a.routing.segments) == 2 * len(sorts)  # histc and its cumsum, per layer
+    assert set(a.routing.inverse_aranges.values()) == {SlotsRole(2)}
     views = [n for n in gm.graph.nodes if n.name in ("expert_ids", "expert_ids_1")]
     assert views and all(a.roles[n] == (SlotsRole(2),) for n in views)
     assert BT in {r for n in gm.graph.nodes for r in (a.roles.get(n) or ())}
