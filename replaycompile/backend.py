@@ -20,7 +20,7 @@ import torch
 import torch.fx as fx
 import torch.fx.experimental._config  # noqa: F401 - use_duck_shape, patched around the packed call
 
-from replaycompile.passes import mask_probe, recurrent
+from replaycompile.passes import recurrent
 from replaycompile.passes.attention_sites import find_attention_sites
 from replaycompile.passes.cross_entropy import decompose_cross_entropy
 from replaycompile.passes.inline_checkpoint import inline_checkpoints
@@ -35,10 +35,10 @@ from replaycompile.kernels.tree_attention import PathRecorder
 
 from .inner import inner_backend, own_code
 from .runtime import continuation
-from .runtime.continuation import Batch, Continuation, rows_tag, tag_outputs
+from .runtime.continuation import Batch, Continuation, resolve_batch, tag_outputs
 from .runtime.inputs import lm_head_rows, packed_inputs, without_lm_head
 from .runtime.masks import MaskVerifier
-from .runtime.plan import ReplayPlan, build_plan, content_plan, shares_exactly, split_shared
+from .runtime.plan import ReplayPlan, build_plan, split_shared
 from .stats import GraphStats, last_stats, record as _record, warn_once  # noqa: F401 - last_stats: public
 
 log = logging.getLogger("replaycompile")
@@ -649,90 +649,16 @@ class ReplayGraph:
         entry costs B*T*hidden copies against the piece's matmuls."""
         tensors = [(i, x) for i, x in enumerate(args) if isinstance(x, torch.Tensor)
                    and not isinstance(x, torch.nn.Parameter)]
-        tags = [(i, tag) for i, x in tensors if (tag := rows_tag(x)) is not None]
-        log.debug("replay: graph %s: %d tagged of %d tensor inputs, attention %s", self.name, len(tags),
-                  len(tensors), self._has_attention)
-        if len({id(t.batch) for _, t in tags}) > 1:
-            return self._pass_through("its activation inputs come from two different batches", args)
-        if not tags and not self._has_attention:
-            return self._pass_through(self.reason, args)  # nothing to share
-        if not tags and self.opts.mode != "exact":
-            return self._pass_through(f"{self.reason}; mode={self.opts.mode!r} packs only a graph that holds the "
-                                      f"token ids", args)
-        if tags:
-            batch = tags[0][1].batch
-            b, t = batch.plan.batch_size, batch.plan.seq_len
-            if batch.detached:
-                return self._continued_fallback(
-                    "detach_prefix runs the shared tokens without autograd only in the graph that holds the token "
-                    "ids; this later graph of the step runs unpacked (its shared tokens keep their gradient)",
-                    args, batch)
-        else:
-            b, t = self._batch_axes(tensors)
-            if b is None or b < 2 or t < 2:
-                return self._pass_through(f"{self.reason}, and no [batch, seq] activation input of two or more "
-                                          f"rows to pack from", args)
-            batch = None
-        tagged = {i: (tg.bdim, tg.tdim) for i, tg in tags}
-        untagged = [(i, x) for i, x in tensors if i not in tagged and x.is_floating_point() and x.dim() >= 2
-                    and tuple(x.shape[:2]) == (b, t)]
-        seeds = {i: bt for i, bt in tagged.items()}
-        seeds.update({i: (0, 1) for i, _ in untagged})
-        cont = self._continuation(args, seeds)
-        if cont.reason is not None:
-            log.debug("replay: graph %s not continued: %s", self.name, cont.reason)
-            if batch is None:
-                return self._pass_through(f"{self.reason}; packing from its activation inputs failed too: "
-                                          f"{cont.reason}", args)
-            return self._continued_fallback(cont.reason, args, batch)
-        outs = None
-        if cont.mask_gm is not None:
-            with torch.no_grad():
-                outs = cont.mask_gm(*args)
-        if batch is not None and not batch.valid_known and outs is not None:
-            vis = mask_probe.visible(outs[0])
-            valid = mask_probe.valid_tokens(vis, b, t) if vis is not None else None
-            if valid is not None and not torch.equal(valid, batch.valid):
-                # the plan packed padding as real tokens: plan again from the inputs, with the mask's real tokens
-                plan = content_plan([(args[i], *bt) for i, bt in seeds.items()], valid)
-                if not all(shares_exactly(plan, args[i], *bt) for i, bt in seeds.items()) or \
-                        plan.num_packed == 0:
-                    return self._continued_fallback("the activations disagree where rows share", args, batch)
-                batch = Batch(plan, valid)
-        if batch is None:
-            valid = torch.ones(b, t, dtype=torch.long)
-            if outs is not None:
-                vis = mask_probe.visible(outs[0])
-                if vis is None:
-                    return self._pass_through(f"{self.reason}; its attention mask is not a 0/1 or 0/-inf mask "
-                                              f"to read the real tokens from", args)
-                valid = mask_probe.valid_tokens(vis, b, t)
-            prev = continuation.STEP.batch
-            # FSDP hands each layer fresh input tensors (its post-backward hook wraps them), untagged: inputs
-            # that the step's batch packs exactly continue that step, with its plan
-            if isinstance(prev, Batch) and (prev.plan.batch_size, prev.plan.seq_len) == (b, t) and \
-                    torch.equal(prev.valid, valid) and all(shares_exactly(prev.plan, x, 0, 1) for _, x in untagged):
-                batch = prev
-            else:
-                plan = content_plan([(x, 0, 1) for _, x in untagged], valid)
-                if not all(shares_exactly(plan, x, 0, 1) for _, x in untagged):
-                    return self._pass_through("its activations collide in the content hash", args)
-                if plan.num_packed == 0 or plan.shared_tokens < self.opts.min_shared_tokens:
-                    return self._pass_through(f"{self.reason}; its activation inputs share {plan.shared_tokens} "
-                                              f"tokens (min_shared_tokens={self.opts.min_shared_tokens})", args)
-                batch = Batch(plan, valid)
-        else:
-            drop = [i for i, x in untagged if not shares_exactly(batch.plan, x, 0, 1)]
-            if drop:  # per-row data that happens to be [B, T]-shaped: keep it a row value
-                for i in drop:
-                    seeds.pop(i)
-                cont = self._continuation(args, seeds)
-                if cont.reason is not None:
-                    return self._continued_fallback(cont.reason, args, batch)
-        if outs is not None:
-            why = self._verify_continued_masks(cont, args, outs, batch)
-            if why is not None:
-                return self._continued_fallback(why, args, batch)
+        log.debug("replay: graph %s: %d tensor inputs, attention %s", self.name, len(tensors), self._has_attention)
+        found = resolve_batch(args, tensors, self._continuation, reason=self.reason,
+                              has_attention=self._has_attention, mode=self.opts.mode,
+                              min_shared_tokens=self.opts.min_shared_tokens)
+        self._continued_verifications += found.verifications
+        if found.why is not None:
+            if found.batch is None:
+                return self._pass_through(found.why, args)
+            return self._continued_fallback(found.why, args, found.batch)
+        batch, cont, seeds = found.batch, found.cont, found.seeds
         plan = batch.plan
         extra, _ = packed_inputs(cont.packed, args, plan)
         out, failed = self._run_packed(cont.packed, args, extra, args[next(iter(seeds))].device)
@@ -761,16 +687,6 @@ class ReplayGraph:
         _log_once(f"graph {self.name}: {reason}")
         self._stats(False, reason, batch.plan, args, key=batch, continued=True)
         return self.plain(*args)
-
-    def _batch_axes(self, tensors) -> tuple:
-        """(B, T) of an untagged graph: from its attention mask ([B, 1, T, T]) or its first activation."""
-        for _, x in tensors:  # a bool mask, or a float (additive) one with one head axis
-            if x.dim() == 4 and x.shape[-1] == x.shape[-2] and (not x.is_floating_point() or x.shape[1] == 1):
-                return int(x.shape[0]), int(x.shape[-1])
-        for _, x in tensors:
-            if x.is_floating_point() and x.dim() == 3:
-                return int(x.shape[0]), int(x.shape[1])
-        return None, None
 
     def _continuation(self, args, seeds: dict) -> Continuation:
         key = tuple(sorted(seeds.items()))
@@ -805,20 +721,6 @@ class ReplayGraph:
             cont.reason = f"internal error in the replay passes ({type(e).__name__}: {e}); running unpacked"
         self._continuations[key] = cont
         return cont
-
-    def _verify_continued_masks(self, cont: Continuation, args, outs, batch: Batch) -> str | None:
-        """The masks causal-with-padding over the batch's real tokens: in full (O(B T^2), as the model built
-        them), once per batch for the same mask inputs (every layer of a forward gets the same mask tensor)."""
-        key = tuple(id(args[i]) for i in cont.mask_inputs)
-        if any(k == key for k, _ in batch.verified):
-            return None
-        every = torch.arange(batch.plan.seq_len)
-        why = mask_probe.check_masks(outs, cont.mask_sites, batch.valid, every, every)
-        if why is None:
-            batch.verified.append((key, [args[i] for i in cont.mask_inputs]))
-        self._continued_verifications += 1
-        count("masks_verified")
-        return why
 
 
 def _all_finite(out) -> bool:
