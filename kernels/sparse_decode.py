@@ -158,6 +158,7 @@ class SparseDecodeState:
     def __init__(self):
         self.pages: dict = {}
         self.buffers: dict = {}
+        self.cache_copies = 0  # steps that padded and copied their cache (``_warn_cache_copy``)
 
     def clear(self) -> None:
         self.pages.clear()
@@ -284,18 +285,18 @@ def dense_decode(q: Tensor, k: Tensor, v: Tensor, visible: Tensor, kv_len: int, 
     return out.reshape(b, hq, 1, v.shape[-1])
 
 
-_copies = [0]  # decode steps that padded and copied their cache (see cache_copies)
 _warned_copies: set = set()
 
 
 def cache_copies() -> int:
-    """How many sparse decode calls so far padded and copied their KV cache (a cache not sized in whole pages,
-    or not contiguous): each such call reads the whole cache twice."""
-    return _copies[0]
+    """How many sparse decode calls of the current state (``SparseDecodeState``: the active one, else the
+    default) padded and copied their KV cache (a cache not sized in whole pages, or not contiguous): each such
+    call reads the whole cache twice."""
+    return current_state().cache_copies
 
 
 def _warn_cache_copy(k: Tensor, v: Tensor, page_size: int) -> None:
-    _copies[0] += 1
+    current_state().cache_copies += 1
     length = k.shape[2]
     why = []
     if length % page_size:

@@ -17,7 +17,7 @@ from replaycompile.stats import record, warn_once
 
 log = logging.getLogger("replaycompile")
 
-__all__ = ["DecodeStats", "SparrowGraph", "sparrow_calls"]
+__all__ = ["DecodeStats", "SparrowGraph", "SparseSteps"]
 
 
 @dataclass
@@ -39,7 +39,6 @@ class SparrowGraph:
     decode-shaped graph the rewrite refused (one query token per row) logs a warning once per reason; plainly
     other graphs (prefill, training) log at debug level only."""
 
-    calls = 0  # decode steps run through a rewritten graph, process-wide (rollouts check that it advanced)
 
     def __init__(self, gm: fx.GraphModule, example_inputs: list, opts):
         from replaycompile.kernels.sparse_decode import cache_copies
@@ -76,12 +75,26 @@ class SparrowGraph:
                              "Compile again (torch._dynamo.reset()) to use the new structure.")
         copies = self._cache_copies()
         out = self.fn(*args, self.schedule.table(padded=True))
-        SparrowGraph.calls += 1
+        for r in list(_open_counts):
+            r.steps += 1
         record(DecodeStats(applied=True, mode="sparrow", sparse_layers=self.info.sparse_layers,
                            dense_layers=self.info.dense_layers, cache_copied=self._cache_copies() > copies))
         return out
 
 
-def sparrow_calls() -> int:
-    """How many decode steps have run through a Sparrow-rewritten graph in this process."""
-    return SparrowGraph.calls
+class SparseSteps:
+    """Counts the decode steps run through a Sparrow-rewritten graph while its ``with`` block is open (a rollout
+    checks that its step ran sparse). The caller owns the count; the module keeps the open counters only."""
+
+    def __init__(self):
+        self.steps = 0
+
+    def __enter__(self) -> "SparseSteps":
+        _open_counts.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _open_counts.remove(self)
+
+
+_open_counts: list[SparseSteps] = []

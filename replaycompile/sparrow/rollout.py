@@ -19,7 +19,7 @@ from torch import Tensor
 
 from replaycompile.stats import warn_once
 
-from .graph import sparrow_calls
+from .graph import SparseSteps
 from replaycompile.kernels.block_sparse import cdiv
 from replaycompile.kernels.sparse_decode import SparseDecodeState
 
@@ -72,11 +72,11 @@ def _decode_step(model, schedule, inner: str, attention: str):
                                  options={"schedule": schedule, "inner": inner, "attention": attention})
 
         def step(**kw):
-            before = sparrow_calls()
             with torch._dynamo.config.patch(recompile_limit=max(_RECOMPILE_LIMIT,
-                                                                torch._dynamo.config.recompile_limit)):
+                                                                torch._dynamo.config.recompile_limit)), \
+                    SparseSteps() as ran:
                 out = compiled(**kw)
-            if sparrow_calls() == before:
+            if not ran.steps:
                 _warn_dense_fallback()
             return out
 
