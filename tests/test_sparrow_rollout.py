@@ -111,9 +111,13 @@ def test_full_budget_rollout_equals_dense_and_prefill_stays_dense(sparrow_graphs
     assert st["mode"] == "sparrow" and st["applied"] and st["sparse_layers"] == [1, 2] and st["dense_layers"] == [0]
     assert st["cache_copied"] is False  # the session sizes its cache in whole pages
     # with a budget that really drops pages, the decoded tokens change but the prompt's logits (prefill) do not
-    sparse = rollout.generate(model, ids, am, max_new_tokens=20, temperature=0, return_logits=True,
-                              schedule=SparrowSchedule.fixed(0, dense_layers=(0,)))
-    torch.testing.assert_close(sparse.logits[:, 0], dense.logits[:, 0], rtol=1e-5, atol=1e-5)
+    with sparrow_graph.SparseSteps() as ran:
+        sparse = rollout.generate(model, ids, am, max_new_tokens=20, temperature=0, return_logits=True,
+                                  schedule=SparrowSchedule.fixed(0, dense_layers=(0,)))
+    assert ran.steps == 19  # every decode step after the prefill's token ran through the rewritten graph
+    # (compiled vs eager prefill: 1e-5 failed one run in five on the 2-core CPU, 3.4e-5 apart; decode's changes
+    # are above 1e-3)
+    torch.testing.assert_close(sparse.logits[:, 0], dense.logits[:, 0], rtol=1e-4, atol=1e-4)
     assert (sparse.logits[:, 1:] - dense.logits[:, 1:]).abs().max() > 1e-3
     assert [g.info is not None for g in sparrow_graphs] == [True, True]  # the decode steps only
     # the pass's counters: each decode graph's 3 attentions rewritten, 2 of them sparse (layer 0 stays dense)
