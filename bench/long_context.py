@@ -257,6 +257,9 @@ def _checkpointed(run, _fresh_name: str):
                 return run(model, batch)
         finally:
             model.gradient_checkpointing_disable()
+            # each enable adds an input-embedding forward hook that the disable leaves (transformers 5.2x):
+            # without removing it the hook count changes every step, and Dynamo recompiles every variant's step
+            model.disable_input_require_grads()
     return checkpointed
 
 
