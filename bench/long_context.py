@@ -238,8 +238,11 @@ def make_variant(name: str):
 def _checkpointed(run, _fresh_name: str):
     """``run`` with the model's activation checkpointing on for the call (the sweep shares one model)."""
     if _fresh_name == "replay_ckpt":  # a compiled function of its own (Dynamo caches per code object)
+        # REPLAY_BENCH_CKPT_ATTENTION=save: the backend option checkpoint_attention="save"
         fn = torch.compile(_fresh(_loss_full, "step_replay_ckpt"), backend="replay", dynamic=None,
-                           options={"lm_head": os.environ.get("REPLAY_BENCH_LM_HEAD", "auto")})
+                           options={"lm_head": os.environ.get("REPLAY_BENCH_LM_HEAD", "auto"),
+                                    "checkpoint_attention": os.environ.get("REPLAY_BENCH_CKPT_ATTENTION",
+                                                                           "recompute")})
 
         def run(model, batch):
             loss = fn(model, *batch)

@@ -202,7 +202,7 @@ def tree_scan_call(kind: str = "gated_deltanet"):
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
             device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None,
             tree_scan: dict | None = None, prune: bool = True, cp_group: str | None = None,
-            shared_chunks: int | None = None) -> PackedGraph:
+            shared_chunks: int | None = None, save_checkpointed_attention: bool = False) -> PackedGraph:
     """The packed graph of a graph the analysis accepted (``a.reason is None``); it never declines.
 
     ``attention``/``device``: the tree attention's implementation (``choose_blocks``); with the Triton kernels
@@ -243,7 +243,11 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     ``shared_chunks`` (detach_prefix): each stretch of the shared stream's per-token ops between two attentions
     runs on that many chunks of the shared tokens, one after the other (``torch.tensor_split``, outputs
     concatenated: the same values), so its intermediates exist for one chunk at a time; None picks it from the
-    traced batch (``shared_stream_chunks``), 1 turns it off."""
+    traced batch (``shared_stream_chunks``), 1 turns it off.
+
+    ``save_checkpointed_attention``: in an activation-checkpointed layer the tree attention's output and
+    log-sum-exp are saved for the backward (``CheckpointPolicy.MUST_SAVE``) and its queries, keys and values
+    recomputed, instead of recomputing the attention too (the backend option ``checkpoint_attention="save"``)."""
     assert a.reason is None, a.reason
     if cp_group is not None:
         assert not chunked_lm_head and not tree_scan, "context parallelism: declined by the backend"
@@ -652,6 +656,8 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
 
     if pending is not None:
         _tag_since(*pending)
+    if save_checkpointed_attention:
+        _save_checkpointed_attention(g)
     out_node = next(x for x in old_nodes if x.op == "output")
     g.output(fx.node.map_arg(out_node.args[0], get_row))
     g.eliminate_dead_code(is_impure_node=_keeps)
@@ -1043,6 +1049,20 @@ def _tag_since(mark: fx.Node, n: fx.Node) -> None:
         if x.op in ("call_function", "call_method") and "recompute" not in x.meta:
             x.meta.update(meta)
         x = x.next
+
+
+def _save_checkpointed_attention(g: fx.Graph) -> None:
+    """Every tree attention that carries a checkpointed layer's recompute tag: saved (its output and log-sum-exp
+    kept for the backward), not recomputed; the layer's other ops keep their tag."""
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    ops = {torch.ops.replaycompile.tree_attention.default}
+    if hasattr(torch.ops.replaycompile, "cp_tree_attention"):  # registered with context parallelism
+        ops.add(torch.ops.replaycompile.cp_tree_attention.default)
+    for x in g.nodes:
+        if x.target in ops and x.meta.get("recompute") == CheckpointPolicy.PREFER_RECOMPUTE:
+            x.meta["recompute"] = CheckpointPolicy.MUST_SAVE
+            count("checkpointed_attention_saved")
 
 
 def _kept_meta(n: fx.Node) -> dict:

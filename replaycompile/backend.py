@@ -68,6 +68,9 @@ _OPTIONS: dict[str, tuple] = {
     # detach_prefix: the shared stream's per-token ops in this many chunks of its tokens ("auto": from the traced
     # batch's size, passes/rewrite.shared_stream_chunks; 1: whole)
     "shared_chunks": None,
+    # activation-checkpointed layers: recompute the tree attention in backward (least memory on deep models), or
+    # save its output and log-sum-exp (no attention forward in backward: faster, L (q_dim + heads) more per token)
+    "checkpoint_attention": ("recompute", "save"),
 }
 
 
@@ -82,6 +85,7 @@ class ReplayOptions:
     recurrent: str = "tree_scan"
     context_parallel: Any = None
     shared_chunks: Any = "auto"
+    checkpoint_attention: str = "recompute"
 
 
 def parse_options(options: dict | None) -> ReplayOptions:
@@ -322,7 +326,8 @@ class ReplayGraph:
 
                 self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False,
                                       detach_prefix=self.opts.mode == "detach_prefix", device=self._device,
-                                      windows=windows, cp_group=group.group_name, shared_chunks=self._shared_chunks())
+                                      windows=windows, cp_group=group.group_name, shared_chunks=self._shared_chunks(),
+                                      save_checkpointed_attention=self.opts.checkpoint_attention == "save")
                 self.packed.cp = (dist.get_rank(group), dist.get_world_size(group), 0.0)
                 self.packed_chunked = None
                 return
@@ -330,7 +335,8 @@ class ReplayGraph:
             log.warning("replay: context_parallel %s", self._cp_note)
         kw = dict(detach_prefix=self.opts.mode == "detach_prefix", attention=self.opts.attention,
                   device=self._device, windows=windows, tree_scan=self.tree_scan_layers,
-                  shared_chunks=self._shared_chunks())
+                  shared_chunks=self._shared_chunks(),
+                  save_checkpointed_attention=self.opts.checkpoint_attention == "save")
         self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, **kw)
         self.packed_chunked = None
         if self.opts.lm_head != "plain":
@@ -707,7 +713,8 @@ class ReplayGraph:
             if a.reason is None:
                 dev = args[next(iter(seeds))].device.type
                 cont.packed = rewrite(self.gm, a, detach_prefix=False, attention=self.opts.attention, device=dev,
-                                      chunked_lm_head=False)
+                                      chunked_lm_head=False,
+                                      save_checkpointed_attention=self.opts.checkpoint_attention == "save")
                 cont.mask_sites = [s for s in a.attention if s.mask is not None]
                 if cont.mask_sites:
                     masks = [s.mask for s in cont.mask_sites]

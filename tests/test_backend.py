@@ -410,6 +410,9 @@ def test_options_are_validated():
         replaycompile.parse_options({"attention": "cuda"})
     assert replaycompile.parse_options({"attention": "triton"}).attention == "triton"
     assert replaycompile.parse_options({"attention": "torch"}).attention == "torch"
+    with pytest.raises(ValueError, match="checkpoint_attention"):
+        replaycompile.parse_options({"checkpoint_attention": "keep"})
+    assert replaycompile.parse_options({}).checkpoint_attention == "recompute"
     with pytest.raises(Exception, match="unknown option"):
         torch.compile(lambda x: x + 1, backend="replay", options={"bogus": 1})(torch.ones(2))
 

@@ -105,6 +105,44 @@ def test_packed_attention_keeps_its_layers_recompute_tag(monkeypatch):
     assert_same_step(ref, got)
 
 
+def test_saved_attention_option_saves_it_and_stays_exact(monkeypatch):
+    """``checkpoint_attention="save"``: each checkpointed layer's tree attention is tagged MUST_SAVE (its output
+    and log-sum-exp kept, its q/k/v recomputed), the rest of the layer keeps its recompute tag, and the step
+    equals eager."""
+    from test_detach_prefix import _saved_bytes
+
+    model = checkpointed_model("non_reentrant")
+    ids, am, adv, p = group_batch()
+    graphs = []
+    inner = backend._CountingBackend.__call__
+
+    def spy(self, gm, example_inputs):
+        graphs.append(gm)
+        return inner(self, gm, example_inputs)
+
+    monkeypatch.setattr(backend._CountingBackend, "__call__", spy)
+    ref = run(step_loss, model, ids, am, adv, p)
+    saved = {}
+    for how in ("recompute", "save"):
+        torch._dynamo.reset()
+        graphs.clear()
+        step = torch.compile(step_loss, backend="replay", options={**AOT, "checkpoint_attention": how})
+        got = run(step, model, ids, am, adv, p)
+        assert replaycompile.last_stats()["applied"]
+        assert_same_step(ref, got)
+        nodes = [n for gm in graphs for n in gm.graph.nodes]
+        attention = [n for n in nodes if n.target is torch.ops.replaycompile.tree_attention.default]
+        want = CheckpointPolicy.MUST_SAVE if how == "save" else CheckpointPolicy.PREFER_RECOMPUTE
+        assert len(attention) == model.config.num_hidden_layers
+        assert all(n.meta.get("recompute") == want for n in attention), how
+        assert any(n.meta.get("recompute") == CheckpointPolicy.PREFER_RECOMPUTE for n in nodes)
+        torch._dynamo.reset()
+        saved[how] = _saved_bytes(torch.compile(step_loss, backend="replay",
+                                                options={**AOT, "checkpoint_attention": how}), model, ids, am, adv, p)
+    # the attention's outputs are kept on top of the layers' inputs
+    assert saved["save"] > saved["recompute"], saved
+
+
 def test_inline_pass_flattens_nested_regions():
     """The pass on its own: nested checkpoints become plain tagged nodes, no higher-order op or body left."""
     def inner(y):
