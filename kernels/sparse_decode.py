@@ -224,7 +224,6 @@ def _check_page_score(page_score: str) -> None:
 def page_scores(q: Tensor, st: PageState, n_pages: int, page_score: str = "bound") -> tuple[Tensor, Tensor]:
     """float32 [B, Hkv, n_pages] page scores against the GQA group's mean query (a page without a visible key is
     not scored: mask it by the second result, bool [B, n_pages] "has a visible key")."""
-    _check_page_score(page_score)
     b, hq, _, d = q.shape
     hkv = st.sums.shape[1]
     qm = q.reshape(b, hkv, hq // hkv, d).to(torch.float32).mean(2)

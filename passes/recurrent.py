@@ -34,6 +34,7 @@ list the layers run each way (``recurrent_tree_scan``, ``recurrent_per_row``).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -161,7 +162,8 @@ def admitted_roles(x: fx.Node, user: fx.Node, a, same_size, decline, pending=())
                       f"{list(shape) if shape is not None else '?'} leaves the layer (read by `{user.name}`) "
                       f"without a [batch, seq, ...] layout to gather back to the packed tokens (a recurrent or "
                       f"conv state? training steps should call the model with use_cache=False)")
-    gatherable = [y for y in a.tokenfn if isinstance(y, fx.Node) and a.kind.get(y) == Kind.ROW] + list(pending)
+    gatherable = itertools.chain((y for y in a.tokenfn if isinstance(y, fx.Node) and a.kind.get(y) == Kind.ROW),
+                                 pending)
     other = next((y for y in gatherable if y is not x and (recurrent_layer(y, a) or ("",))[0] == path), None)
     if other is not None:
         # the layer's output is the one value checked to be causal per row (verify_per_row); a second one (an

@@ -81,7 +81,7 @@ class GraphAnalysis:
     paramdep: set = field(default_factory=set)    # values computed from parameters only (weights)
     boundaries: dict = field(default_factory=dict)  # row node fed by packed values -> why it leaves the region
     seeded: dict = field(default_factory=dict)    # continuation: placeholder -> roles of an activation input
-    routing: RoutingFacts = field(default_factory=lambda: RoutingFacts())  # mixture-of-experts routing
+    routing: RoutingFacts = field(default_factory=RoutingFacts)  # mixture-of-experts routing
     # sub-layers computed per row (passes/recurrent.py): module path -> class name; and the token-mixing
     # sub-layers an analysis met (module path -> class), which ``analyze`` then tries per row
     per_row_modules: dict = field(default_factory=dict)

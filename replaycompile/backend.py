@@ -87,6 +87,10 @@ class ReplayOptions:
     shared_chunks: Any = "auto"
     checkpoint_attention: str = "recompute"
 
+    @property
+    def save_checkpointed_attention(self) -> bool:
+        return self.checkpoint_attention == "save"
+
 
 def parse_options(options: dict | None) -> ReplayOptions:
     options = dict(options or {})
@@ -327,7 +331,7 @@ class ReplayGraph:
                 self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False,
                                       detach_prefix=self.opts.mode == "detach_prefix", device=self._device,
                                       windows=windows, cp_group=group.group_name, shared_chunks=self._shared_chunks(),
-                                      save_checkpointed_attention=self.opts.checkpoint_attention == "save")
+                                      save_checkpointed_attention=self.opts.save_checkpointed_attention)
                 self.packed.cp = (dist.get_rank(group), dist.get_world_size(group), 0.0)
                 self.packed_chunked = None
                 return
@@ -336,7 +340,7 @@ class ReplayGraph:
         kw = dict(detach_prefix=self.opts.mode == "detach_prefix", attention=self.opts.attention,
                   device=self._device, windows=windows, tree_scan=self.tree_scan_layers,
                   shared_chunks=self._shared_chunks(),
-                  save_checkpointed_attention=self.opts.checkpoint_attention == "save")
+                  save_checkpointed_attention=self.opts.save_checkpointed_attention)
         self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, **kw)
         self.packed_chunked = None
         if self.opts.lm_head != "plain":
@@ -714,7 +718,7 @@ class ReplayGraph:
                 dev = args[next(iter(seeds))].device.type
                 cont.packed = rewrite(self.gm, a, detach_prefix=False, attention=self.opts.attention, device=dev,
                                       chunked_lm_head=False,
-                                      save_checkpointed_attention=self.opts.checkpoint_attention == "save")
+                                      save_checkpointed_attention=self.opts.save_checkpointed_attention)
                 cont.mask_sites = [s for s in a.attention if s.mask is not None]
                 if cont.mask_sites:
                     masks = [s.mask for s in cont.mask_sites]

@@ -55,27 +55,33 @@ def test_checkpointed_step_is_packed_and_exact(mode):
     assert_same_step(ref, got)
 
 
+def _inner_graphs(monkeypatch) -> list:
+    """The graphs the backend hands its inner compiler from now on (appended as they compile)."""
+    graphs = []
+    inner = backend._CountingBackend.__call__
+
+    def spy(self, gm, example_inputs):
+        graphs.append(gm)
+        return inner(self, gm, example_inputs)
+
+    monkeypatch.setattr(backend._CountingBackend, "__call__", spy)
+    return graphs
+
+
 def test_unpacked_fallback_keeps_recompute_tags(monkeypatch):
     """A batch run unpacked (below min_shared_tokens) compiles the inlined graph as it is: its nodes still carry
     the recompute policy AOT autograd's partitioner honours, so checkpointing still saves activation memory
     there; results equal eager's."""
     model = checkpointed_model("non_reentrant")
     ids, am, adv, p = group_batch()
-    tagged = []
-    inner = backend._CountingBackend.__call__
-
-    def spy(self, gm, example_inputs):
-        tagged.append({n.meta["ac_graph_id"] for n in gm.graph.nodes
-                       if n.meta.get("recompute") == CheckpointPolicy.PREFER_RECOMPUTE})
-        return inner(self, gm, example_inputs)
-
-    monkeypatch.setattr(backend._CountingBackend, "__call__", spy)
+    graphs = _inner_graphs(monkeypatch)
     ref = run(step_loss, model, ids, am, adv, p)
     opts = {**AOT, "min_shared_tokens": 10**9}
     got = run(torch.compile(step_loss, backend="replay", options=opts), model, ids, am, adv, p)
     st = replaycompile.last_stats()
     assert not st["applied"] and "min_shared_tokens" in st["fallback_reason"], st
-    (regions,) = tagged
+    (regions,) = [{n.meta["ac_graph_id"] for n in gm.graph.nodes
+                   if n.meta.get("recompute") == CheckpointPolicy.PREFER_RECOMPUTE} for gm in graphs]
     assert len(regions) == model.config.num_hidden_layers
     assert_same_step(ref, got)
 
@@ -86,14 +92,7 @@ def test_packed_attention_keeps_its_layers_recompute_tag(monkeypatch):
     log-sum-exp (which would make a checkpointed packed step keep more than the layers' inputs)."""
     model = checkpointed_model("non_reentrant")
     ids, am, adv, p = group_batch()
-    graphs = []
-    inner = backend._CountingBackend.__call__
-
-    def spy(self, gm, example_inputs):
-        graphs.append(gm)
-        return inner(self, gm, example_inputs)
-
-    monkeypatch.setattr(backend._CountingBackend, "__call__", spy)
+    graphs = _inner_graphs(monkeypatch)
     ref = run(step_loss, model, ids, am, adv, p)
     got = run(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
     assert replaycompile.last_stats()["applied"]
@@ -113,14 +112,7 @@ def test_saved_attention_option_saves_it_and_stays_exact(monkeypatch):
 
     model = checkpointed_model("non_reentrant")
     ids, am, adv, p = group_batch()
-    graphs = []
-    inner = backend._CountingBackend.__call__
-
-    def spy(self, gm, example_inputs):
-        graphs.append(gm)
-        return inner(self, gm, example_inputs)
-
-    monkeypatch.setattr(backend._CountingBackend, "__call__", spy)
+    graphs = _inner_graphs(monkeypatch)
     ref = run(step_loss, model, ids, am, adv, p)
     saved = {}
     for how in ("recompute", "save"):
