@@ -432,7 +432,7 @@ chunked_pair_logprobs.register_autograd(_pair_backward, setup_context=_pair_setu
 
 # Autocast does not cast the chunked LM head: it computes in its inputs' dtypes, with autocast off inside (its
 # matmuls are not cast behind its fake's back). The rewrite casts hidden and weight to the dtype the replaced
-# linear ran in (passes/rewrite.py), so the op is exact wherever it lands relative to an autocast region.
+# linear ran in (passes/fuse_lm_head.py), so the op is exact wherever it lands relative to an autocast region.
 _autocast.register("replaycompile::chunked_logprobs")
 _autocast.register("replaycompile::chunked_logprobs_backward")
 _autocast.register("replaycompile::chunked_pair_logprobs")

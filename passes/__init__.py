@@ -5,8 +5,10 @@ Graph passes of the replay backend, in the order ``backend.ReplayGraph`` runs th
 1. ``sink_slices.sink_slices``, ``inline_checkpoint.inline_checkpoints``: semantics-preserving clean-ups.
 2. ``region.analyze``: facts (``attention_sites``, ``roles``), then the decision (each node's ``Kind``, or the
    reason the graph is declined). No mutation.
-3. ``rewrite.rewrite``: the packed graph, and the contract of its extra inputs (``PackedGraph.extra_inputs``;
-   ``replaycompile.runtime.inputs`` builds them per call).
+3. ``rewrite.rewrite``: the packed graph, and the contract of its extra inputs (``packed_graph.PackedGraph``;
+   ``replaycompile.runtime.inputs`` builds them per call). The core packing step (``rewrite.Packer``) and, each
+   behind the option ``fusions``, the fusion passes: ``fuse_lm_head``, ``fuse_log_softmax``, ``fuse_tree_scan``,
+   ``selected_tokens`` (and ``shared_chunks`` for detach_prefix's shared stream).
 4. ``mask_probe``: the mask subgraphs the runtime's ``MaskVerifier`` (``replaycompile/runtime/masks.py``)
    evaluates across calls.
 

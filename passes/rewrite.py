@@ -11,46 +11,31 @@ vocabulary projection runs once per unique selected token. A vocabulary gather w
 
 from __future__ import annotations
 
-import functools
 import logging
-import math
 import operator
-from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.fx as fx
 
 from replaycompile.kernels import packing as ops
-from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
 from replaycompile.kernels.block_sparse_attention import default_blocks
 from replaycompile.kernels.tree_attention_reference import dense_attention_reference
-import replaycompile.kernels.ssd_tree  # noqa: F401 - registers replaycompile::mamba2_tree
-import replaycompile.kernels.tree_scan  # noqa: F401 - registers replaycompile::gated_deltanet_tree
 
 from . import key_selection
+from .fuse_lm_head import ChunkedLMHead
+from .fuse_log_softmax import LogSoftmaxGather, gather_args, is_vocab_gather
+from .fuse_tree_scan import TreeScan, tree_scan_call
 from .loss_weights import space_weights
-from .nodes import LINEAR, B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
+from .nodes import B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
+from .packed_graph import (PLAN_INPUTS, SPLIT_INPUTS, LayoutInputs, PackedGraph, PackedInput, PlanInputs,
+                           ShardInputs, SliceInputs)
 from .region import GraphAnalysis, is_expand, is_reshape, packed_reshape
 from .roles import NEW_TENSOR_NAMES
-from .selected_tokens import selected_only, token_axis
+from .selected_tokens import SelectedTokens
+from .shared_chunks import SharedChunks
 
 log = logging.getLogger("replaycompile")
-
-# Rows of logits per chunk of the fused LM head: about this many bytes of float32 logits at a time
-LM_HEAD_CHUNK_BUFFER_BYTES = 64 << 20
-# detach_prefix's shared stream (no autograd, nothing saved) runs each stretch of per-token ops between two
-# attentions in chunks of its tokens, so a stretch's widest intermediates (the MLP's) exist for one chunk at a
-# time: chunks of about this many bytes of the stretch's outputs, at most MAX_SHARED_CHUNKS (unrolled in the graph)
-SHARED_CHUNK_BYTES = 64 << 20
-MAX_SHARED_CHUNKS = 16
-
-# The plan's tensors the packed graph takes, by attribute name of ``plan.ReplayPlan``, in order
-PLAN_INPUTS = ("gather_index", "columns", "scatter_index", "subtree_end", "seg_q", "seg_kv_ptr", "kv_ranges")
-# detach_prefix: the shared tokens (S) and the branch tokens (R) run as two streams (``plan.SharedSplit``)
-SPLIT_INPUTS = ("gather_s", "columns_s", "gather_r", "columns_r", "scatter_index", "subtree_end_s", "seg_q_s",
-                "seg_kv_ptr_s", "kv_ranges_s", "seg_q_r", "seg_kv_ptr_r", "kv_ranges_r")
 
 
 def choose_blocks(a: GraphAnalysis, attention: str, device: str) -> tuple[int, int] | None:
@@ -71,91 +56,6 @@ def choose_blocks(a: GraphAnalysis, attention: str, device: str) -> tuple[int, i
     # the attention's output dtype: under autocast q is traced in float32 but the kernel runs in bf16/fp16
     out = val(a.attention[0].node)
     return default_blocks(int(q.shape[-1]), out.dtype if isinstance(out, torch.Tensor) else q.dtype, device)
-
-
-@dataclass(frozen=True)
-class PlanInputs:
-    """The plan's index tensors: ``PLAN_INPUTS`` of ``plan.ReplayPlan``, or for detach_prefix (``split``)
-    ``SPLIT_INPUTS`` of its ``plan.SharedSplit``."""
-    split: bool = False
-
-
-@dataclass(frozen=True)
-class LayoutInputs:
-    """The six tensors of the tree's ``BlockLayout`` for ``PackedGraph.blocks`` (the Triton attention)."""
-
-
-@dataclass(frozen=True)
-class ShardInputs:
-    """Context parallelism: this rank's share of the packed tokens (``shared``: of detach_prefix's shared
-    tokens; the branch tokens run whole on each rank): its gather index and columns, the padding to the longest
-    rank's count, every token's place in the gathered layout, and its query segments (three tensors)."""
-    shared: bool = False
-
-
-@dataclass(frozen=True)
-class SliceInputs:
-    """One slice of the sequence axis, packed again: its index and scatter (detach_prefix: index_s, index_r,
-    scatter; under context parallelism the rank's share, padding, order and local scatter). ``start``/``stop``:
-    ints, or nodes of the original graph (SymInts ``PackedGraph.bounds_gm`` computes from the inputs)."""
-    space: int
-    start: Any
-    stop: Any
-
-
-@dataclass(frozen=True)
-class QuerySegmentInputs:
-    """Attention runs its queries at the slice ``space``'s tokens only: the segment CSR of
-    ``plan.query_segments`` (three tensors)."""
-    space: int
-
-
-@dataclass(frozen=True)
-class PairInputs:
-    """One chunked LM head reading space ``space``: per stream, the flat (b, k) of each valid pair, its row
-    among the unique rows the pairs read, and those rows (three tensors per stream)."""
-    space: int
-
-
-# what ``PackedGraph.extra_inputs`` holds, in order
-PackedInput = PlanInputs | LayoutInputs | ShardInputs | SliceInputs | QuerySegmentInputs | PairInputs
-
-
-@dataclass
-class PackedGraph:
-    """The packed graph and the contract of its inputs: the original ones, then what
-    ``replaycompile.runtime.inputs.packed_inputs(packed, args, plan, split)`` builds per call."""
-    gm: fx.GraphModule
-    detach_prefix: bool             # two streams: S without autograd, R with it (plan.SharedSplit)
-    blocks: tuple[int, int] | None  # (block_q, block_k) of the tree's block layout (Triton attention), or None
-    # the packed graph's inputs after the original ones, in order (``PackedInput``): the plan's, the block
-    # layout when ``blocks``, this rank's shard under context parallelism, per slice of the sequence axis its
-    # inputs, the query segments where attention runs its queries at a slice's tokens only, then per chunked LM
-    # head its pairs
-    extra_inputs: tuple = ()
-    lm_head_sites: int = 0          # vocabulary gathers run as the chunked LM head ("pairs" inputs, at the end)
-    lm_head_vocab: int = 0          # their vocabulary size (0: none)
-    bounds_gm: fx.GraphModule | None = field(default=None, repr=False)  # the slices' SymInt bounds from the inputs
-    # (output index, bdim, tdim) of each output that is a whole-batch packed value, replayed: the next graph of
-    # a forward may pack it again (continuation)
-    row_outputs: tuple = ()
-    # packed nodes of the batch's space run on a slice's tokens only (passes/selected_tokens.py), and the
-    # attention sites among them (their queries at those tokens, keys and values at all)
-    selected_nodes: int = 0
-    selected_attention: int = 0
-    # slice spaces whose tokens the loss may weigh by zero (passes/loss_weights.py): space -> KeepExpr over the
-    # outputs of ``weights_gm`` (the weights, from the graph's inputs); the runtime drops the tokens that no kept
-    # position reads
-    space_keep: dict = field(default_factory=dict)
-    weights_gm: fx.GraphModule | None = field(default=None, repr=False)
-    # spaces of the vocabulary gathers' logits (the LM head's rows: ``head_rows``)
-    head_spaces: tuple = ()
-    # context parallelism (a "cp" input): (rank, world, 0), set by the backend; the shards are the plan's
-    cp: tuple | None = None
-    # detach_prefix: the chunks its shared stream's stretches run in (1: whole), and the widest stretch's output
-    # bytes per token, which chose it (``shared_stream_chunks``)
-    shared_chunks: int = 1
-    shared_bytes_per_token: float = 0.0
 
 
 class _Stream:
@@ -191,19 +91,351 @@ def chunk_positions(columns, gather, scatter_index, gathers: list):
     return columns - pads.index_select(0, rows)
 
 
-def tree_scan_call(kind: str = "gated_deltanet"):
-    """The op the packed graph calls for a recurrent layer of ``kind`` (``recurrent.TreeScanSite.kind``) run on
-    the prefix tree: opaque to the inner compiler (kernels/tree_scan.py, kernels/ssd_tree.py), so inductor
-    compiles the graph around it."""
-    return {"gated_deltanet": torch.ops.replaycompile.gated_deltanet_tree.default,
-            "mamba2": torch.ops.replaycompile.mamba2_tree.default}[kind]
+class Packer:
+    """The core packing step while it builds the packed graph: the new graph ``g``, the plan's inputs, the streams
+    of packed tokens and the environments from source nodes to new ones. ``rewrite`` walks the source graph once
+    and hands each node to the fusion passes that took it (their own modules: ``fuse_lm_head``,
+    ``fuse_log_softmax``, ``fuse_tree_scan``, ``selected_tokens``, ``shared_chunks``) or emits it here: a row
+    node copied, a packed node on the packed tokens, an attention as the tree attention."""
+
+    def __init__(self, gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool, blocks, windows: dict | None,
+                 cp_group: str | None, tree_scan: TreeScan | None):
+        self.gm, self.a = gm, a
+        self.detach_prefix, self.blocks, self.windows, self.cp_group = detach_prefix, blocks, windows or {}, cp_group
+        self.tree_scan = tree_scan
+        self.selected: SelectedTokens | None = None
+        self.lm_head: ChunkedLMHead | None = None
+        self.log_softmax: LogSoftmaxGather | None = None
+        self.shared_chunks: SharedChunks | None = None
+        self.g = g = fx.Graph()
+        self.row_env: dict = {}
+        self.old_nodes = list(gm.graph.nodes)
+        for n in self.old_nodes:
+            if n.op == "placeholder":
+                self.row_env[n] = g.placeholder(n.name, type_expr=n.type)
+        names = SPLIT_INPUTS if detach_prefix else PLAN_INPUTS
+        self.plan = plan = {name: g.placeholder(f"rc_{name}") for name in names}
+        self.extra: list[PackedInput] = [PlanInputs(split=detach_prefix)]
+        self.layout = [g.placeholder(f"rc_layout_{i}") for i in range(6)] if blocks is not None else []
+        if blocks is not None:
+            self.extra.append(LayoutInputs())
+        self.block_q, self.block_k = blocks if blocks is not None else (0, 0)
+        self.cp_space: list = []          # per space: (padding to the longest rank's count, gathered order)
+        self.cp_local_scatter: dict = {}  # slice space -> [B, K] the rank's own index of each position's token
+        if detach_prefix:
+            shared = plan["gather_s"], plan["columns_s"]
+            if cp_group is not None:
+                # the shared tokens split over the ranks (this rank's: "cp_shared"), the branch tokens whole on each
+                cp_in = {name: g.placeholder(f"rc_cp_{name}_s") for name in ("gather", "columns", "pad", "order")}
+                self.cp_qseg = [g.placeholder(f"rc_cp_qseg_s_{i}") for i in range(3)]
+                self.extra.append(ShardInputs(shared=True))
+                shared = cp_in["gather"], cp_in["columns"]
+                self.cp_space = [(cp_in["pad"], cp_in["order"])]
+            self.streams = [_Stream(g, "S", *shared, no_grad=True),
+                            _Stream(g, "R", plan["gather_r"], plan["columns_r"], no_grad=False)]
+            self.no_subtree = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
+        elif cp_group is not None:
+            # this rank's tokens; per space, the padding to the longest rank's count and every token's place in
+            # the gathered layout (ContextShards.order)
+            cp_in = {name: g.placeholder(f"rc_cp_{name}") for name in ("gather", "columns", "pad", "order")}
+            self.cp_qseg = [g.placeholder(f"rc_cp_qseg_{i}") for i in range(3)]
+            self.extra.append(ShardInputs())
+            self.streams = [_Stream(g, "all", cp_in["gather"], cp_in["columns"], no_grad=False)]
+            self.cp_space = [(cp_in["pad"], cp_in["order"])]
+        else:
+            self.streams = [_Stream(g, "all", plan["gather_index"], plan["columns"], no_grad=False)]
+        self.scat = [plan["scatter_index"]]
+        for sl in a.slices:
+            for st in self.streams:
+                st.add_slice(g, g.placeholder(f"rc_sub{sl.space}_index_{st.name}"))
+            self.scat.append(g.placeholder(f"rc_sub{sl.space}_scatter"))
+            self.extra.append(SliceInputs(sl.space, sl.start, sl.stop))
+            if cp_group is not None:
+                self.cp_space.append((g.placeholder(f"rc_cp_sub{sl.space}_pad"),
+                                      g.placeholder(f"rc_cp_sub{sl.space}_order")))
+                if not detach_prefix:
+                    self.cp_local_scatter[sl.space] = g.placeholder(f"rc_cp_sub{sl.space}_local_scatter")
+        self.sites = {s.node: s for s in a.attention}
+        self.detached: dict = {}
+        self.selection_env: dict = {}  # key-selection nodes emitted on the packed tokens (sites may share them)
+
+    # -- values of source nodes in the new graph
+    def full(self, x, sp):
+        """A packed node's values on all packed tokens of its space (streams concatenated; every rank's tokens
+        gathered under context parallelism)."""
+        a, g = self.a, self.g
+        vals = [st.env[x] for st in self.streams]
+        if self.cp_group is not None:
+            axis = a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)
+            pad, order = self.cp_space[sp]
+            vals[0] = g.call_function(ops.cp_gather, (vals[0], axis, pad, order, self.cp_group))
+        if len(vals) == 1:
+            return vals[0]
+        return g.call_function(torch.cat, (vals, a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)))
+
+    def get_row(self, x):
+        """A source node's value in the row layout ``[B, T, ...]`` (a packed value replayed to its rows)."""
+        if not isinstance(x, fx.Node):
+            return x
+        if x in self.row_env:
+            return self.row_env[x]
+        if x in self.streams[0].env:
+            r = self.a.roles[x]
+            sp = self.a.space[x]
+            pn = self.full(x, sp)
+            if B in r:
+                v = self.g.call_function(ops.replay, (pn, self.scat[sp], r.index(B), r.index(T)))
+            elif BT in r:
+                v = self.g.call_function(ops.replay, (pn, self.scat[sp], None, r.index(BT)))
+            else:
+                raise AssertionError(f"node `{x.name}` has no batch axis to replay to (region._check_layout)")
+            self.row_env[x] = v
+            return v
+        # lazily copy a row node that nothing copied yet (e.g. a mask node shared with positions)
+        self.row_env[x] = self.g.node_copy(x, self.get_row)
+        self.row_env[x].meta = _kept_meta(x)
+        return self.row_env[x]
+
+    def no_grad(self, v, x):
+        """``v`` (the new graph's value of source node ``x``) detached, once."""
+        if not isinstance(val(x), torch.Tensor):
+            return v
+        if v not in self.detached:
+            self.detached[v] = self.g.call_method("detach", (v,))
+        return self.detached[v]
+
+    def produces(self, x) -> bool:
+        """A fusion pass emits ``x``'s packed value itself (a tree-scan layer's output)."""
+        return self.tree_scan is not None and x in self.tree_scan.sites
+
+    def get_packed(self, x, sp, st: _Stream):
+        """A value as a packed node of space ``sp`` on stream ``st`` reads it."""
+        if not isinstance(x, fx.Node):
+            return x
+        if x in st.env:
+            return st.env[x]
+        if self.produces(x):
+            return self.tree_scan.packed_value(self, x, sp, st)
+        a = self.a
+        r = a.roles.get(x)
+        positional = r is not None and T in r and B not in r and BT not in r
+        if x in a.tokenfn or positional:
+            # gatherable row values: token-input functions (by row and column) and positional tables (by column)
+            key = (x, sp)
+            if key not in st.rows:
+                if BT in r:  # a flattened [B*T] axis: its index is b*T + t, which gather_index holds
+                    v = self.g.call_function(torch.index_select, (self.get_row(x), r.index(BT), st.gath[sp]))
+                else:
+                    bdim = r.index(B) if B in r else None
+                    v = self.g.call_function(ops.pack_rows, (self.get_row(x), bdim, r.index(T), st.gath[sp],
+                                                             st.cols[sp]))
+                st.rows[key] = self.no_grad(v, x) if st.no_grad else v
+            return st.rows[key]
+        v = self.get_row(x)
+        return self.no_grad(v, x) if st.no_grad else v
+
+    def copy_packed(self, n: fx.Node, arg, n_tok, sub_index, selected=None) -> fx.Node:
+        """``n`` on ``n_tok`` packed tokens, its inputs through ``arg`` (``_emit_packed``); ``selected``: nodes
+        computed on their slice's tokens already (by default the selected-tokens pass's)."""
+        if selected is None:
+            selected = self.selected.nodes if self.selected else ()
+        return _emit_packed(self.g, n, self.a, arg, n_tok, sub_index, selected)
+
+    def seed_continuation_inputs(self) -> None:
+        """Continuation inputs (activations a graph break passed on): gathered to the packed tokens on entry; their
+        entries at two (b, t) that share a packed token are equal, which the caller checked or knows."""
+        for p, r in self.a.seeded.items():
+            for st in self.streams:
+                v = self.g.call_function(ops.pack_rows, (self.row_env[p], r.index(B) if B in r else None,
+                                                         r.index(T), st.gath[0], st.cols[0]))
+                st.env[p] = self.no_grad(v, p) if st.no_grad else v
+
+    # -- the nodes the core emits
+    def emit_row(self, n: fx.Node) -> None:
+        """A row node: copied (``get_row``), except a vocabulary gather, which reads the packed values directly."""
+        a, g = self.a, self.g
+        if not (n in a.boundaries and is_vocab_gather(n, a)):
+            if n not in self.row_env:
+                self.get_row(n)
+            return
+        base, dim, index = gather_args(n)
+        sp = a.space[base]
+        if self.cp_group is not None and sp in self.cp_local_scatter:
+            # each rank gathers its own tokens' log-probs (zeros elsewhere) and the ranks' results are summed: the
+            # logits never leave the rank (no [M, V] gather)
+            x = self.log_softmax.input_for(n, self.streams[:1]) if self.log_softmax else None
+            local = self.cp_local_scatter[sp]
+            if x is not None:
+                part = g.call_function(ops.replay_log_softmax_gather, (self.streams[0].env[x], local,
+                                                                      self.get_row(index)))
+            else:
+                part = g.call_function(ops.replay_gather, (self.streams[0].env[base], local, self.get_row(index)))
+            self.row_env[n] = g.call_function(ops.cp_sum, (part, self.cp_group))
+            count("context_parallel_local_logprobs")
+            return
+        x = self.log_softmax.input_for(n, self.streams) if self.log_softmax else None
+        if x is not None:
+            # the log-softmax is read only here: fused with the gather (its [N, V] output never exists)
+            self.row_env[n] = g.call_function(ops.replay_log_softmax_gather, (self.full(x, sp), self.scat[sp],
+                                                                             self.get_row(index)))
+        else:
+            self.row_env[n] = g.call_function(ops.replay_gather, (self.full(base, sp), self.scat[sp],
+                                                                 self.get_row(index)))
+
+    def emit_packed(self, n: fx.Node) -> None:
+        """A per-token node on each stream's packed tokens (the shared stream's copy of a chunked stretch comes
+        with the stretch's last node)."""
+        sp = self.a.space[n]
+        chunks = self.shared_chunks
+        for st in self.streams:
+            if chunks is not None and st is self.streams[0] and chunks.owns(n):
+                continue
+            st.env[n] = self.copy_packed(n, lambda x, st=st: self.get_packed(x, sp, st), st.n_tok[sp], st.sub_index)
+        if chunks is not None:
+            chunks.emit_stretch(self, n)
+
+    def _attention_tail(self, s, window: int, cols, st: _Stream, gather=None) -> tuple:
+        """The tree attention's trailing arguments (positions, window, softcap, sinks), as far as the site needs
+        them; the shared stream of detach_prefix reads the sinks detached, as every outside input. A chunk
+        (window -C) reads positions from each row's first real token (``gather``: the keys' b * T + t)."""
+        plan = self.plan
+        sinks = None if s.sinks is None else self.get_row(s.sinks)
+        sinks = self.no_grad(sinks, s.sinks) if sinks is not None and st.no_grad else sinks
+        if window < 0:
+            every = [plan["gather_s"], plan["gather_r"]] if self.detach_prefix else [plan["gather_index"]]
+            cols = self.g.call_function(chunk_positions, (cols, gather, plan["scatter_index"], every))
+        tail = (cols if window else None, window, s.softcap, sinks)
+        while tail and tail[-1] in (None, 0, 0.0):  # defaults left out, as before sinks and softcap
+            tail = tail[:-1]
+        return tail
+
+    def emit_attention(self, n: fx.Node) -> None:
+        """An attention site as the tree attention on the packed tokens (or, with key selection, dense attention
+        under the selection's mask)."""
+        g, plan, s = self.g, self.plan, self.sites[n]
+        window = self.windows.get(n, 0)
+        if s.selection is not None:
+            # top-k keys per query: the selection's mask on the packed tokens, then dense attention with it
+            assert not self.detach_prefix, "declined by the backend"
+            st = self.streams[0]
+            cols = plan["columns"] if window > 0 else g.call_function(
+                chunk_positions, (plan["columns"], plan["gather_index"], plan["scatter_index"],
+                                  [plan["gather_index"]])) if window < 0 else None
+            m = val(s.selection.base)
+            vis = g.call_function(key_selection.visibility, (plan["subtree_end"], cols, window, m.dim(), m.dtype))
+            mask = key_selection.emit(g, s.selection, vis, st.n_tok[0], lambda x: self.get_packed(x, 0, st),
+                                      self.get_row, self.selection_env)
+            q, kk, v = (self.get_packed(x, 0, st) for x in (s.q, s.k, s.v))
+            if s.softcap or s.sinks is not None:
+                res = g.call_function(dense_attention_reference,
+                                      (q, kk, v, mask, s.scale, s.softcap, self.get_row(s.sinks)))
+                st.env[n] = g.call_function(operator.getitem, (res, 0))
+                return
+            gqa = int(shape(s.q)[1]) != int(shape(s.k)[1]) if all(
+                isinstance(shape(x)[1], int) for x in (s.q, s.k)) else True
+            st.env[n] = g.call_function(torch.nn.functional.scaled_dot_product_attention, (q, kk, v),
+                                        {"attn_mask": mask, "scale": s.scale, "enable_gqa": gqa})
+            return
+        if self.detach_prefix:
+            self._emit_detached_attention(n, s, window)
+            return
+        st = self.streams[0]
+        q, kk, v = (self.get_packed(x, 0, st) for x in (s.q, s.k, s.v))
+        if self.cp_group is not None:
+            # this rank's queries over every rank's keys and values (the segment CSR of its tokens)
+            # (context_parallel.py: the op gathers them in forward and again in backward, so no layer keeps more
+            # than the rank's own K/V); a window reads the keys' positions (all tokens'), each query's is its own
+            # key's
+            pad, order = self.cp_space[0]
+            res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
+                                  (q, kk, v, pad, order, *self.cp_qseg, s.scale, self.cp_group)
+                                  + self._attention_tail(s, window, plan["columns"], st, plan["gather_index"]))
+            st.env[n] = g.call_function(operator.getitem, (res, 0))
+            return
+        res = g.call_function(torch.ops.replaycompile.tree_attention.default,
+                              (q, kk, v, plan["subtree_end"], plan["seg_q"], plan["seg_kv_ptr"],
+                               plan["kv_ranges"], s.scale, self.layout, self.block_q, self.block_k)
+                              + self._attention_tail(s, window, plan["columns"], st, plan["gather_index"]))
+        st.env[n] = g.call_function(operator.getitem, (res, 0))
+
+    def _emit_detached_attention(self, n: fx.Node, s, window: int) -> None:
+        """detach_prefix: the shared queries over the shared keys, the branch queries over those (constants) and
+        their own."""
+        g, plan, streams = self.g, self.plan, self.streams
+        # keys and values before GQA's repeat_kv where the model repeats them (the op reads kv head h // (Hq /
+        # Hkv) itself): the branch backward saves the shared K/V once, not once per query head
+        kv = [_repeat_kv_source(x) for x in (s.k, s.v)]
+        kv = [x if x is not None and all(x in st.env for st in streams) else y for x, y in zip(kv, (s.k, s.v))]
+        (qs, ks, vs), (qr, kr, vr) = ([st.env[x] for x in (s.q, *kv)] for st in streams)
+
+        def both_streams():
+            """The keys' columns and gather indices over both streams, where the window reads them."""
+            cols = g.call_function(torch.cat, ([plan["columns_s"], plan["columns_r"]],)) if window else None
+            gath = g.call_function(torch.cat, ([plan["gather_s"], plan["gather_r"]],)) if window < 0 else None
+            return cols, gath
+
+        if self.cp_group is not None:
+            # the rank's shared queries over every rank's shared keys; the branch queries over those (gathered
+            # again in backward: constants, never saved whole) and the branch keys
+            pad, order = self.cp_space[0]
+            res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
+                                  (qs, ks, vs, pad, order, *self.cp_qseg, s.scale, self.cp_group)
+                                  + self._attention_tail(s, window, plan["columns_s"], streams[0], plan["gather_s"]))
+            streams[0].env[n] = g.call_function(operator.getitem, (res, 0))
+            cols, gath = both_streams()
+            res = g.call_function(torch.ops.replaycompile.cp_branch_attention.default,
+                                  (qr, ks, vs, kr, vr, pad, order, plan["seg_q_r"], plan["seg_kv_ptr_r"],
+                                   plan["kv_ranges_r"], s.scale, self.cp_group)
+                                  + self._attention_tail(s, window, cols, streams[1], gath))
+            streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
+            return
+        res = g.call_function(torch.ops.replaycompile.tree_attention.default,
+                              (qs, ks, vs, plan["subtree_end_s"], plan["seg_q_s"], plan["seg_kv_ptr_s"],
+                               plan["kv_ranges_s"], s.scale, self.layout, self.block_q, self.block_k)
+                              + self._attention_tail(s, window, plan["columns_s"], streams[0], plan["gather_s"]))
+        streams[0].env[n] = g.call_function(operator.getitem, (res, 0))
+        # the branch queries see the shared keys (constants here) followed by their own
+        k_all = g.call_function(torch.cat, ([ks, kr], 2))
+        v_all = g.call_function(torch.cat, ([vs, vr], 2))
+        cols, gath = both_streams()
+        res = g.call_function(torch.ops.replaycompile.tree_attention.default,
+                              (qr, k_all, v_all, self.no_subtree, plan["seg_q_r"], plan["seg_kv_ptr_r"],
+                               plan["kv_ranges_r"], s.scale, [], 0, 0)
+                              + self._attention_tail(s, window, cols, streams[1], gath))
+        streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
+
+
+FUSIONS = ("chunked_lm_head", "log_softmax_gather", "selected_tokens", "tree_scan")
 
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
             device: str = "cpu", chunked_lm_head: bool = True, windows: dict | None = None,
             tree_scan: dict | None = None, prune: bool = True, cp_group: str | None = None,
-            shared_chunks: int | None = None, save_checkpointed_attention: bool = False) -> PackedGraph:
+            shared_chunks: int | None = None, save_checkpointed_attention: bool = False,
+            log_softmax_gather: bool = True) -> PackedGraph:
     """The packed graph of a graph the analysis accepted (``a.reason is None``); it never declines.
+
+    The core packing step (``Packer``) and, each behind its flag, the fusion passes (``FUSIONS``), decided from
+    the source graph first and emitted as the core walks it:
+
+    ``chunked_lm_head`` (``fuse_lm_head.ChunkedLMHead``): where the LM head's output is used only through
+    ``log_softmax(-1).gather(-1, targets)``, the three run as ``replaycompile::chunked_pair_logprobs`` on the
+    (packed row, target) pairs, never holding [M, V] logits; the caller passes each such gather's pairs.
+
+    ``log_softmax_gather`` (``fuse_log_softmax.LogSoftmaxGather``): a vocabulary gather of a log-softmax read
+    by nothing else reads the log-softmax's input (its [N, V] output never exists).
+
+    ``tree_scan`` (module path -> ``recurrent.TreeScanSite``; ``fuse_tree_scan.TreeScan``): those recurrent
+    layers run as one ``replaycompile::gated_deltanet_tree`` / ``mamba2_tree`` call on the packed tokens (their
+    per-row nodes are not copied).
+
+    ``prune`` (``selected_tokens.SelectedTokens``): values read only at a slice's tokens (the last layer's
+    queries, attention output and MLP, where the loss reads its positions) run on those tokens alone; the
+    attention among them reads all keys with the queries of those tokens (the plan's ``query_segments``). Exact
+    mode on the PyTorch attention path only (the Triton kernels take queries and keys at the same tokens;
+    detach_prefix's two streams keep their own layout).
+
+    The layout, not fusions:
 
     ``attention``/``device``: the tree attention's implementation (``choose_blocks``); with the Triton kernels
     it runs on a block layout of the tree, six more inputs after the plan's.
@@ -211,24 +443,13 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     ``detach_prefix``: every per-token op runs twice, on the shared tokens with every outside input detached
     (so autograd saves nothing for them) and on the branch tokens with autograd; a branch token's attention
     reads the shared tokens' keys and values as constants. Where a value leaves the packed region the two are
-    concatenated in the shared-first order the plan's scatter indices use.
-
-    ``chunked_lm_head``: where the LM head's output is used only through ``log_softmax(-1).gather(-1, targets)``
-    (``lm_head_chains``), the three run as ``replaycompile::chunked_logprobs`` on the (packed row, target) pairs,
-    never holding [M, V] logits; the caller passes each such gather's pairs ("pairs" in ``extra_inputs``).
+    concatenated in the shared-first order the plan's scatter indices use. ``shared_chunks``
+    (``shared_chunks.SharedChunks``): each stretch of the shared stream's per-token ops between two attentions
+    runs on that many chunks of the shared tokens; None picks it from the traced batch, 1 turns it off.
 
     ``windows``: attention node -> W, a sliding window the mask check verified at that site; its tree attention
     hides keys W or more columns before the query in the row (the plan's ``columns``), which keeps sharing
     exact when the window crosses a branch point.
-
-    ``tree_scan``: module path -> ``recurrent.TreeScanSite``: those recurrent layers run as one
-    ``replaycompile::gated_deltanet_tree`` call on the packed tokens (their per-row nodes are not copied).
-
-    ``prune``: values read only at a slice's tokens (``selected_tokens.selected_only``: the last layer's queries,
-    attention output and MLP, where the loss reads its positions) run on those tokens alone; the attention among
-    them reads all keys with the queries of those tokens (the plan's ``query_segments``, "query_segments" in
-    ``extra_inputs``). Exact mode on the PyTorch attention path only (the Triton kernels take queries and keys
-    at the same tokens; detach_prefix's two streams keep their own layout).
 
     ``cp_group`` (the name of a process group): context parallelism. Every per-token op runs on this rank's
     packed tokens only (the "cp" inputs: its gather index and columns, then per space the padding and the order
@@ -240,11 +461,6 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     attention path, with ``chunked_lm_head`` off and no recurrent layers; with ``prune`` the last layer runs at the
     rank's tokens of the loss's slice (queries there, every rank's keys).
 
-    ``shared_chunks`` (detach_prefix): each stretch of the shared stream's per-token ops between two attentions
-    runs on that many chunks of the shared tokens, one after the other (``torch.tensor_split``, outputs
-    concatenated: the same values), so its intermediates exist for one chunk at a time; None picks it from the
-    traced batch (``shared_stream_chunks``), 1 turns it off.
-
     ``save_checkpointed_attention``: in an activation-checkpointed layer the tree attention's output and
     log-sum-exp are saved for the backward (``CheckpointPolicy.MUST_SAVE``) and its queries, keys and values
     recomputed, instead of recomputing the attention too (the backend option ``checkpoint_attention="save"``)."""
@@ -252,444 +468,91 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     if cp_group is not None:
         assert not chunked_lm_head and not tree_scan, "context parallelism: declined by the backend"
         attention = "torch"
-    scan_sites = {s.output: s for s in (tree_scan or {}).values()}
-    scan_inside = {n for s in scan_sites.values() for n in s.inside}
     blocks = choose_blocks(a, attention, device)
-    g = fx.Graph()
-    row_env: dict = {}
-    old_nodes = list(gm.graph.nodes)
-    for n in old_nodes:
-        if n.op == "placeholder":
-            row_env[n] = g.placeholder(n.name, type_expr=n.type)
-    names = SPLIT_INPUTS if detach_prefix else PLAN_INPUTS
-    plan = {name: g.placeholder(f"rc_{name}") for name in names}
-    extra: list[PackedInput] = [PlanInputs(split=detach_prefix)]
-    layout = [g.placeholder(f"rc_layout_{i}") for i in range(6)] if blocks is not None else []
-    if blocks is not None:
-        extra.append(LayoutInputs())
-    block_q, block_k = blocks if blocks is not None else (0, 0)
-    if detach_prefix:
-        shared = plan["gather_s"], plan["columns_s"]
-        if cp_group is not None:
-            # the shared tokens split over the ranks (this rank's: "cp_shared"), the branch tokens whole on each
-            cp_in = {name: g.placeholder(f"rc_cp_{name}_s") for name in ("gather", "columns", "pad", "order")}
-            cp_qseg = [g.placeholder(f"rc_cp_qseg_s_{i}") for i in range(3)]
-            extra.append(ShardInputs(shared=True))
-            shared = cp_in["gather"], cp_in["columns"]
-            cp_space = [(cp_in["pad"], cp_in["order"])]
-            cp_local_scatter = {}
-        streams = [_Stream(g, "S", *shared, no_grad=True),
-                   _Stream(g, "R", plan["gather_r"], plan["columns_r"], no_grad=False)]
-        no_subtree = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
-    elif cp_group is not None:
-        # this rank's tokens; per space, the padding to the longest rank's count and every token's place in the
-        # gathered layout (ContextShards.order)
-        cp_in = {name: g.placeholder(f"rc_cp_{name}") for name in ("gather", "columns", "pad", "order")}
-        cp_qseg = [g.placeholder(f"rc_cp_qseg_{i}") for i in range(3)]
-        extra.append(ShardInputs())
-        streams = [_Stream(g, "all", cp_in["gather"], cp_in["columns"], no_grad=False)]
-        cp_space = [(cp_in["pad"], cp_in["order"])]
-        cp_local_scatter = {}  # slice space -> [B, K] the rank's own index of each position's token (n_r: not its)
-    else:
-        streams = [_Stream(g, "all", plan["gather_index"], plan["columns"], no_grad=False)]
-    scat = [plan["scatter_index"]]
-    for sl in a.slices:
-        for st in streams:
-            st.add_slice(g, g.placeholder(f"rc_sub{sl.space}_index_{st.name}"))
-        scat.append(g.placeholder(f"rc_sub{sl.space}_scatter"))
-        extra.append(SliceInputs(sl.space, sl.start, sl.stop))
-        if cp_group is not None:
-            cp_space.append((g.placeholder(f"rc_cp_sub{sl.space}_pad"), g.placeholder(f"rc_cp_sub{sl.space}_order")))
-            if not detach_prefix:
-                cp_local_scatter[sl.space] = g.placeholder(f"rc_cp_sub{sl.space}_local_scatter")
-    sites = {s.node: s for s in a.attention}
-    sel, sel_space = {}, None
+    scan = TreeScan(tree_scan) if tree_scan else None
+    p = Packer(gm, a, detach_prefix, blocks, windows, cp_group, scan)
     if prune and not detach_prefix and blocks is None:
-        excluded = set(scan_sites) | scan_inside | set(windows or {}) | a.routing.nodes() | \
+        excluded = (set(scan.sites) | scan.inside if scan else set()) | set(p.windows) | a.routing.nodes() | \
             {s.node for s in a.attention if s.selection is not None}
-        sel, sel_space = selected_only(a, sites, excluded)
-    if sel:
-        qseg = [g.placeholder(f"rc_sub{sel_space}_qseg_{i}") for i in range(3)]
-        extra.append(QuerySegmentInputs(sel_space))
-        no_subtree_sel = g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
-    runs: dict = {}  # shared-stream node -> the stretch of per-token nodes it ends (detach_prefix, chunked)
+        p.selected = SelectedTokens(a, p.sites, excluded) or None
+    if p.selected:
+        p.selected.setup(p)
     if detach_prefix:
-        stretches = _shared_stretches(old_nodes, a, sites)
-        width = stretch_bytes_per_token(a, stretches)
-        if shared_chunks is None:
-            shared_chunks = shared_stream_chunks(a, stretches, 1 if cp_group is None else _world_size(cp_group))
-        if shared_chunks > 1:
-            runs = {r[-1]: r for r in stretches}
-            count("shared_stream_stretches_chunked", len(runs))
-            log.info("replay: detach_prefix runs the shared tokens' per-token ops in %d chunks (%d stretches "
-                     "between attentions)", shared_chunks, len(runs))
-    in_run = {x for r in runs.values() for x in r}
-    # the keys and values GQA's repeat_kv expanded (the detached attention below reads the source, kv heads only):
-    # a chunked stretch joins the source, never the repeated copy, which would be saved for the branch backward
-    kv_source = {x: src for s in sites.values() for x in (s.k, s.v)
-                 if (src := _repeat_kv_source(x)) is not None} if runs else {}
-    kv_read = set(kv_source.values())
-    chains = lm_head_chains(gm, a) if chunked_lm_head else {}
-    pairs = {}
-    for i, (gather, (h, _, _, _)) in enumerate(chains.items()):
-        # per stream: the flat (b, k) of each valid pair, its row among the unique rows the pairs read, and those
-        # rows (packed indices of the space, sorted)
-        pairs[gather] = [(g.placeholder(f"rc_pairs{i}_flat_{st.name}"), g.placeholder(f"rc_pairs{i}_local_{st.name}"),
-                          g.placeholder(f"rc_pairs{i}_rows_{st.name}")) for st in streams]
-        extra.append(PairInputs(a.space[h]))
-    detached: dict = {}
-    selection_env: dict = {}  # key-selection nodes emitted on the packed tokens (sites may share them)
-
-    def full(x, sp):
-        """A packed node's values on all packed tokens of its space (streams concatenated; every rank's tokens
-        gathered under context parallelism)."""
-        vals = [st.env[x] for st in streams]
-        if cp_group is not None:
-            axis = a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)
-            pad, order = cp_space[sp]
-            vals[0] = g.call_function(ops.cp_gather, (vals[0], axis, pad, order, cp_group))
-        if len(vals) == 1:
-            return vals[0]
-        return g.call_function(torch.cat, (vals, a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)))
-
-    def get_row(x):
-        if not isinstance(x, fx.Node):
-            return x
-        if x in row_env:
-            return row_env[x]
-        if x in streams[0].env:
-            r = a.roles[x]
-            sp = a.space[x]
-            pn = full(x, sp)
-            if B in r:
-                val = g.call_function(ops.replay, (pn, scat[sp], r.index(B), r.index(T)))
-            elif BT in r:
-                val = g.call_function(ops.replay, (pn, scat[sp], None, r.index(BT)))
-            else:
-                raise AssertionError(f"node `{x.name}` has no batch axis to replay to (region._check_layout)")
-            row_env[x] = val
-            return val
-        # lazily copy a row node that nothing copied yet (e.g. a mask node shared with positions)
-        row_env[x] = g.node_copy(x, get_row)
-        row_env[x].meta = _kept_meta(x)
-        return row_env[x]
-
-    def no_grad(v, x):
-        if not isinstance(val(x), torch.Tensor):
-            return v
-        if v not in detached:
-            detached[v] = g.call_method("detach", (v,))
-        return detached[v]
-
-    def get_packed(x, sp, st: _Stream):
-        if not isinstance(x, fx.Node):
-            return x
-        if x in st.env:
-            return st.env[x]
-        if x in scan_sites:
-            # a recurrent layer run on the prefix tree: its packed output straight from its packed input
-            key = (x, sp)
-            if key not in st.rows:
-                site = scan_sites[x]
-                st.rows[key] = g.call_function(
-                    tree_scan_call(site.kind),
-                    (st.env[site.hidden], [get_row(w) for w in site.weights], plan["scatter_index"],
-                     plan["gather_index"], plan["seg_q"], *site.sizes))
-            return st.rows[key]
-        r = a.roles.get(x)
-        positional = r is not None and T in r and B not in r and BT not in r
-        if x in a.tokenfn or positional:
-            # gatherable row values: token-input functions (by row and column) and positional tables (by column)
-            key = (x, sp)
-            if key not in st.rows:
-                if BT in r:  # a flattened [B*T] axis: its index is b*T + t, which gather_index holds
-                    v = g.call_function(torch.index_select, (get_row(x), r.index(BT), st.gath[sp]))
-                else:
-                    bdim = r.index(B) if B in r else None
-                    v = g.call_function(ops.pack_rows, (get_row(x), bdim, r.index(T), st.gath[sp], st.cols[sp]))
-                st.rows[key] = no_grad(v, x) if st.no_grad else v
-            return st.rows[key]
-        v = get_row(x)
-        return no_grad(v, x) if st.no_grad else v
-
-    # continuation inputs (activations a graph break passed on): gathered to the packed tokens on entry; their
-    # entries at two (b, t) that share a packed token are equal, which the caller checked or knows
-    for p, r in a.seeded.items():
-        for st in streams:
-            v = g.call_function(ops.pack_rows, (row_env[p], r.index(B) if B in r else None, r.index(T),
-                                                st.gath[0], st.cols[0]))
-            st.env[p] = no_grad(v, p) if st.no_grad else v
-
-    def to_selected(x, st: _Stream):
-        """A value as a node computed on the selected tokens (space ``sel_space``) reads it."""
-        if not isinstance(x, fx.Node):
-            return x
-        if x in sel:
-            return st.env[x]
-        if x in st.env or x in scan_sites:
-            key = (x, "selected")
-            if key not in st.rows:
-                v = st.env[x] if x in st.env else get_packed(x, 0, st)
-                axis = token_axis(a, x)
-                st.rows[key] = v if axis is None else g.call_function(
-                    torch.index_select, (v, axis, st.sub_index[sel_space - 1]))
-            return st.rows[key]
-        return get_packed(x, sel_space, st)
-
-    def emit_chunked_stretch(stretch: list) -> None:
-        """The shared stream's copy of ``stretch`` (per-token nodes, in order) on ``shared_chunks`` chunks of its
-        tokens; a value read after the stretch is the concatenation of its chunks."""
-        st, members = streams[0], set(stretch)
-        pieces: dict = {}  # outside value -> its chunks (None: no token axis, read whole)
-        sizes = g.call_function(torch.tensor_split, (st.gath[0], shared_chunks))
-        chunk_envs = []
-        for j in range(shared_chunks):
-            env: dict = {}
-
-            def arg(x, env=env, j=j):
-                if not isinstance(x, fx.Node):
-                    return x
-                if x in env:
-                    return env[x]
-                if x not in pieces:
-                    v = get_packed(x, 0, st)
-                    axis = token_axis(a, x)
-                    per_token = axis is not None and (x in st.env or (x, 0) in st.rows)
-                    pieces[x] = g.call_function(torch.tensor_split, (v, shared_chunks, axis)) if per_token else v
-                    pieces[x, "split"] = per_token
-                if not pieces[x, "split"]:
-                    return pieces[x]
-                env[x] = g.call_function(operator.getitem, (pieces[x], j))
-                return env[x]
-
-            n_tok = g.call_method("size", (g.call_function(operator.getitem, (sizes, j)), 0))
-            for x in stretch:
-                env[x] = _emit_packed(g, x, a, arg, n_tok, st.sub_index)
-            chunk_envs.append(env)
-        for x in stretch:
-            outside = [u for u in x.users if u not in members]
-            if x in kv_source and kv_source[x] in members and outside and all(u in sites for u in outside):
-                continue  # the attention reads the keys before repeat_kv: the repeated ones are never joined
-            if outside or x in kv_read:
-                st.env[x] = g.call_function(torch.cat, ([e[x] for e in chunk_envs], token_axis(a, x)))
+        world = 1 if cp_group is None else _world_size(cp_group)
+        p.shared_chunks = SharedChunks(p.old_nodes, a, p.sites, world, shared_chunks, _repeat_kv_source)
+    if chunked_lm_head:
+        p.lm_head = ChunkedLMHead(gm, a)
+        p.lm_head.setup(p)
+    if log_softmax_gather:
+        p.log_softmax = LogSoftmaxGather(gm, a)
+    p.seed_continuation_inputs()
 
     pending = None  # (the graph's last node before a packed node was emitted, that node): see _tag_since
-    for n in old_nodes:
+    for n in p.old_nodes:
         if pending is not None:
             _tag_since(*pending)
             pending = None
         if n.op in ("placeholder", "output"):
             continue
         k = a.kind.get(n)
-        if k in (Kind.MASK, Kind.INTERNAL) or n in scan_inside:
+        if k in (Kind.MASK, Kind.INTERNAL) or (scan is not None and n in scan.inside):
             continue
         if k == Kind.ROW:
-            if n in chains:
-                h, w, bias, dtype = chains[n]
-                # the shared rows' logits are constants under detach_prefix: their pairs read a detached head
-                parts = [(flat, local, rows, no_grad(get_row(w), w) if st.no_grad else get_row(w),
-                          no_grad(get_row(bias), bias) if st.no_grad and bias is not None else get_row(bias))
-                         for st, (flat, local, rows) in zip(streams, pairs[n])]
-                row_env[n] = _emit_chunked_logprobs(g, n, shape(w), full(h, a.space[h]), parts,
-                                                    get_row(_gather_args(n)[2]), scat[a.space[h]], dtype)
-                continue
-            if n in a.boundaries and _is_vocab_gather(n, a) and cp_group is not None and \
-                    a.space[_gather_args(n)[0]] in cp_local_scatter:
-                # each rank gathers its own tokens' log-probs (zeros elsewhere) and the ranks' results are summed:
-                # the logits never leave the rank (no [M, V] gather)
-                base, dim, index = _gather_args(n)
-                sp = a.space[base]
-                x = _fused_log_softmax_input(base, a)
-                local = cp_local_scatter[sp]
-                if x is not None and x in streams[0].env:
-                    part = g.call_function(ops.replay_log_softmax_gather, (streams[0].env[x], local, get_row(index)))
-                else:
-                    part = g.call_function(ops.replay_gather, (streams[0].env[base], local, get_row(index)))
-                row_env[n] = g.call_function(ops.cp_sum, (part, cp_group))
-                count("context_parallel_local_logprobs")
-                continue
-            if n in a.boundaries and _is_vocab_gather(n, a):
-                base, dim, index = _gather_args(n)
-                sp = a.space[base]
-                x = _fused_log_softmax_input(base, a)
-                if x is not None and all(x in st.env for st in streams):
-                    # the log-softmax is read only here: fused with the gather (its [N, V] output never exists)
-                    row_env[n] = g.call_function(ops.replay_log_softmax_gather, (full(x, sp), scat[sp],
-                                                                                 get_row(index)))
-                else:
-                    row_env[n] = g.call_function(ops.replay_gather, (full(base, sp), scat[sp], get_row(index)))
-                continue
-            if n not in row_env:
-                get_row(n)
+            if not (p.lm_head is not None and p.lm_head.emit_row(p, n)):
+                p.emit_row(n)
             continue
-        sp = a.space[n]
-        pending = (_last_node(g), n)
-        if n in sel:
-            st = streams[0]
-            if n in sites:  # queries at the selected tokens, keys and values at all
-                s = sites[n]
-                sinks = None if s.sinks is None else get_row(s.sinks)
-                tail = (None, 0, s.softcap, sinks) if sinks is not None else (None, 0, s.softcap) if s.softcap \
-                    else ()
-                if cp_group is not None:
-                    # the rank's selected queries over every rank's keys and values
-                    pad, order = cp_space[0]
-                    res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
-                                          (to_selected(s.q, st), get_packed(s.k, 0, st), get_packed(s.v, 0, st),
-                                           pad, order, *qseg, s.scale, cp_group) + tail)
-                    st.env[n] = g.call_function(operator.getitem, (res, 0))
-                    continue
-                res = g.call_function(torch.ops.replaycompile.tree_attention.default,
-                                      (to_selected(s.q, st), get_packed(s.k, 0, st), get_packed(s.v, 0, st),
-                                       no_subtree_sel, *qseg,
-                                       s.scale, [], 0, 0) + tail)
-                st.env[n] = g.call_function(operator.getitem, (res, 0))
-            else:
-                st.env[n] = _emit_packed(g, n, a, lambda x, st=st: to_selected(x, st), st.n_tok[sel_space],
-                                         st.sub_index, sel)
+        pending = (_last_node(p.g), n)
+        if p.selected and p.selected.emit_packed(p, n):
             continue
-        if n in sites:
-            s = sites[n]
-            window = (windows or {}).get(n, 0)
-
-            def extras(cols, st: _Stream, gather=None):
-                """The op's trailing arguments (positions, window, softcap, sinks), as far as the site needs them;
-                the shared stream of detach_prefix reads the sinks detached, as every outside input. A chunk
-                (window -C) reads positions from each row's first real token (``gather``: the keys' b * T + t)."""
-                sinks = None if s.sinks is None else get_row(s.sinks)
-                sinks = no_grad(sinks, s.sinks) if sinks is not None and st.no_grad else sinks
-                if window < 0:
-                    every = [plan["gather_s"], plan["gather_r"]] if detach_prefix else [plan["gather_index"]]
-                    cols = g.call_function(chunk_positions, (cols, gather, plan["scatter_index"], every))
-                tail = (cols if window else None, window, s.softcap, sinks)
-                while tail and tail[-1] in (None, 0, 0.0):  # defaults left out, as before sinks and softcap
-                    tail = tail[:-1]
-                return tail
-            if s.selection is not None:
-                # top-k keys per query: the selection's mask on the packed tokens, then dense attention with it
-                assert not detach_prefix, "declined by the backend"
-                st = streams[0]
-                cols = plan["columns"] if window > 0 else g.call_function(
-                    chunk_positions, (plan["columns"], plan["gather_index"], plan["scatter_index"],
-                                      [plan["gather_index"]])) if window < 0 else None
-                m = val(s.selection.base)
-                vis = g.call_function(key_selection.visibility, (plan["subtree_end"], cols, window, m.dim(), m.dtype))
-                mask = key_selection.emit(g, s.selection, vis, st.n_tok[0], lambda x, st=st: get_packed(x, 0, st),
-                                          get_row, selection_env)
-                q, kk, v = (get_packed(x, 0, st) for x in (s.q, s.k, s.v))
-                if s.softcap or s.sinks is not None:
-                    res = g.call_function(dense_attention_reference,
-                                          (q, kk, v, mask, s.scale, s.softcap, get_row(s.sinks)))
-                    st.env[n] = g.call_function(operator.getitem, (res, 0))
-                    continue
-                gqa = int(shape(s.q)[1]) != int(shape(s.k)[1]) if all(
-                    isinstance(shape(x)[1], int) for x in (s.q, s.k)) else True
-                st.env[n] = g.call_function(torch.nn.functional.scaled_dot_product_attention, (q, kk, v),
-                                            {"attn_mask": mask, "scale": s.scale, "enable_gqa": gqa})
-                continue
-            if detach_prefix:
-                # keys and values before GQA's repeat_kv where the model repeats them (the op reads kv head
-                # h // (Hq / Hkv) itself): the branch backward saves the shared K/V once, not once per query head
-                kv = [_repeat_kv_source(x) for x in (s.k, s.v)]
-                kv = [x if x is not None and all(x in st.env for st in streams) else y for x, y in zip(kv, (s.k, s.v))]
-                (qs, ks, vs), (qr, kr, vr) = ([st.env[x] for x in (s.q, *kv)] for st in streams)
-                if cp_group is not None:
-                    # the rank's shared queries over every rank's shared keys; the branch queries over those
-                    # (gathered again in backward: constants, never saved whole) and the branch keys
-                    pad, order = cp_space[0]
-                    res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
-                                          (qs, ks, vs, pad, order, *cp_qseg, s.scale, cp_group)
-                                          + extras(plan["columns_s"], streams[0], plan["gather_s"]))
-                    streams[0].env[n] = g.call_function(operator.getitem, (res, 0))
-                    cols_all = g.call_function(torch.cat, ([plan["columns_s"], plan["columns_r"]],)) if window \
-                        else None
-                    gath_all = g.call_function(torch.cat, ([plan["gather_s"], plan["gather_r"]],)) if window < 0 \
-                        else None
-                    res = g.call_function(torch.ops.replaycompile.cp_branch_attention.default,
-                                          (qr, ks, vs, kr, vr, pad, order, plan["seg_q_r"], plan["seg_kv_ptr_r"],
-                                           plan["kv_ranges_r"], s.scale, cp_group)
-                                          + extras(cols_all, streams[1], gath_all))
-                    streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
-                    continue
-                res = g.call_function(torch.ops.replaycompile.tree_attention.default,
-                                      (qs, ks, vs, plan["subtree_end_s"], plan["seg_q_s"], plan["seg_kv_ptr_s"],
-                                       plan["kv_ranges_s"], s.scale, layout, block_q, block_k)
-                                      + extras(plan["columns_s"], streams[0], plan["gather_s"]))
-                streams[0].env[n] = g.call_function(operator.getitem, (res, 0))
-                # the branch queries see the shared keys (constants here) followed by their own
-                k_all = g.call_function(torch.cat, ([ks, kr], 2))
-                v_all = g.call_function(torch.cat, ([vs, vr], 2))
-                cols_all = g.call_function(torch.cat, ([plan["columns_s"], plan["columns_r"]],)) if window else None
-                gath_all = g.call_function(torch.cat, ([plan["gather_s"], plan["gather_r"]],)) if window < 0 else None
-                res = g.call_function(torch.ops.replaycompile.tree_attention.default,
-                                      (qr, k_all, v_all, no_subtree, plan["seg_q_r"], plan["seg_kv_ptr_r"],
-                                       plan["kv_ranges_r"], s.scale, [], 0, 0) + extras(cols_all, streams[1],
-                                                                                          gath_all))
-                streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
-                continue
-            st = streams[0]
-            q, kk, v = (get_packed(x, 0, st) for x in (s.q, s.k, s.v))
-            if cp_group is not None:
-                # this rank's queries over every rank's keys and values (the segment CSR of its tokens)
-                # (context_parallel.py: the op gathers them in forward and again in backward, so no layer keeps
-                # more than the rank's own K/V); a window reads the keys' positions (all tokens'), each query's
-                # is its own key's
-                pad, order = cp_space[0]
-                res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
-                                      (q, kk, v, pad, order, *cp_qseg, s.scale, cp_group)
-                                      + extras(plan["columns"], st, plan["gather_index"]))
-                st.env[n] = g.call_function(operator.getitem, (res, 0))
-                continue
-            res = g.call_function(torch.ops.replaycompile.tree_attention.default,
-                                  (q, kk, v, plan["subtree_end"], plan["seg_q"], plan["seg_kv_ptr"],
-                                   plan["kv_ranges"], s.scale, layout, block_q, block_k)
-                                  + extras(plan["columns"], st, plan["gather_index"]))
-            st.env[n] = g.call_function(operator.getitem, (res, 0))
-            continue
-        for st in streams:
-            if n in in_run and st is streams[0]:
-                continue  # the shared stream's copy comes with its stretch's chunks
-            st.env[n] = _emit_packed(g, n, a, lambda x, st=st: get_packed(x, sp, st), st.n_tok[sp], st.sub_index,
-                                     sel)
-        if n in runs:
-            emit_chunked_stretch(runs[n])
-
+        if n in p.sites:
+            p.emit_attention(n)
+        else:
+            p.emit_packed(n)
     if pending is not None:
         _tag_since(*pending)
     if save_checkpointed_attention:
-        _save_checkpointed_attention(g)
+        _save_checkpointed_attention(p.g)
+    return _finish(gm, a, p, detach_prefix, cp_group)
+
+
+def _finish(gm: fx.GraphModule, a: GraphAnalysis, p: Packer, detach_prefix: bool, cp_group) -> PackedGraph:
+    """The packed GraphModule (outputs in the row layout, dead code gone) and its record."""
+    g, old_nodes = p.g, p.old_nodes
     out_node = next(x for x in old_nodes if x.op == "output")
-    g.output(fx.node.map_arg(out_node.args[0], get_row))
+    g.output(fx.node.map_arg(out_node.args[0], p.get_row))
     g.eliminate_dead_code(is_impure_node=_keeps)
     new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
-    vocab = max((int(shape(w)[0]) for _, w, _, _ in chains.values()), default=0)
     weights = _space_weights(gm, a, old_nodes) if not detach_prefix and cp_group is None and a.slices else None
-    head_spaces = tuple(a.space[_gather_args(n)[0]] for n in old_nodes
-                        if a.kind.get(n) == Kind.ROW and n in a.boundaries and _is_vocab_gather(n, a))
+    head_spaces = tuple(a.space[gather_args(n)[0]] for n in old_nodes
+                        if a.kind.get(n) == Kind.ROW and n in a.boundaries and is_vocab_gather(n, a))
     bound_nodes = [x for sl in a.slices for x in (sl.start, sl.stop) if isinstance(x, fx.Node)]
     _count_rewrites(new_gm)
     count("sequence_slices_repacked", len(a.slices))
-    n_sel_attention = sum(1 for x in sel if x in sites)
+    sel = p.selected.nodes if p.selected else {}
+    n_sel_attention = p.selected.attention if p.selected else 0
     if sel:
         count("selected_only_nodes", len(sel))
         count("attention_queries_selected", n_sel_attention)
         log.info("replay: %d values run only at the %s's selected tokens, %d attention(s) among them with queries "
-                 "there only (nothing else reads them at the other tokens)", len(sel), _slice_name(a, sel_space),
-                 n_sel_attention)
+                 "there only (nothing else reads them at the other tokens)", len(sel),
+                 _slice_name(a, p.selected.space), n_sel_attention)
     if weights is not None and weights.keep:
         count("loss_weighted_spaces", len(weights.keep))
         log.info("replay: the loss weighs %s by runtime masks: positions whose weights are zero are not computed",
                  ", ".join(f"the {_slice_name(a, sp)}'s tokens" for sp in sorted(weights.keep)))
     if cp_group is not None:
         count("context_parallel_graphs")
-    return PackedGraph(new_gm, detach_prefix, blocks, tuple(extra), len(chains), vocab,
+    chunks = p.shared_chunks
+    return PackedGraph(new_gm, detach_prefix, p.blocks, tuple(p.extra),
+                       len(p.lm_head.chains) if p.lm_head else 0, p.lm_head.vocab if p.lm_head else 0,
                        subgraph_module(gm, bound_nodes) if bound_nodes else None, _row_outputs(out_node, a),
                        len(sel), n_sel_attention,
                        space_keep=dict(weights.keep) if weights is not None else {},
                        weights_gm=subgraph_module(gm, weights.nodes) if weights is not None and weights.keep
                        else None, head_spaces=head_spaces,
-                       shared_chunks=shared_chunks if runs else 1, shared_bytes_per_token=width if detach_prefix else 0.0)
+                       shared_chunks=chunks.count if chunks is not None and chunks.runs else 1,
+                       shared_bytes_per_token=chunks.bytes_per_token if chunks is not None else 0.0)
 
 
 def _space_weights(gm: fx.GraphModule, a: GraphAnalysis, nodes: list):
@@ -706,7 +569,7 @@ def _space_weights(gm: fx.GraphModule, a: GraphAnalysis, nodes: list):
         for x in n.all_input_nodes:
             if a.kind.get(x) != Kind.PACKED or a.space.get(x) not in exits:
                 continue
-            gathered = _is_vocab_gather(n, a) and _gather_args(n)[0] is x
+            gathered = is_vocab_gather(n, a) and gather_args(n)[0] is x
             r = a.roles.get(x)
             if not gathered and (r is None or tuple(r[:2]) != (B, T)):
                 exits[a.space[x]].append((None, None))  # positions not laid out [B, K, ...]: keep them all
@@ -785,201 +648,11 @@ def _repeat_kv_source(x):
     return src
 
 
-def _single_user(x: fx.Node) -> bool:
-    return len(x.users) == 1
-
-
-def _log_softmax_input(n: fx.Node):
-    """x if ``n`` is ``log_softmax(x, dim=-1)`` (method, torch or F form; no dtype), else None."""
-    if op_name(n) != "log_softmax" or not n.args:
-        return None
-    args = list(n.args[1:])
-    dim = n.kwargs.get("dim", args[0] if args else None)
-    dtype = n.kwargs.get("dtype", args[1] if len(args) > 1 else None)
-    x = n.args[0]
-    rank = len(shape(x) or ())
-    if dtype is not None or dim not in (-1, rank - 1) or not isinstance(x, fx.Node):
-        return None
-    return x
-
-
-def _fused_log_softmax_input(base: fx.Node, a: GraphAnalysis):
-    """x where the vocabulary gather's ``base`` is ``log_softmax(x, -1)`` read by that gather alone, packed in
-    the same space, in float32 or float64 (the same dtype in and out: not an autocast upcast), so that
-    ``ops.replay_log_softmax_gather`` can take x in its place; else None."""
-    x = _log_softmax_input(base) if isinstance(base, fx.Node) else None
-    if x is None or not _single_user(base) or a.kind.get(x) != Kind.PACKED or a.space.get(x) != a.space.get(base):
-        return None
-    vx, vb = val(x), val(base)
-    if not (isinstance(vx, torch.Tensor) and isinstance(vb, torch.Tensor) and vx.dtype == vb.dtype
-            and vx.dtype in (torch.float32, torch.float64)):
-        return None
-    return x
-
-
-def lm_head_chains(gm: fx.GraphModule, a: GraphAnalysis) -> dict:
-    """Vocabulary gathers that read the LM head only through a log-softmax: ``gather(log_softmax(
-    [float...](linear(h, W, b)), -1), -1, targets)`` where each intermediate has that one user and the targets
-    have one per position. gather node -> (h, W, b or None, dtype): ``dtype`` is the one the linear computed in,
-    its output's (under autocast that is the autocast dtype, whatever h and W are): the chunked op gets h, W and
-    b cast to it, so it is exact wherever it lands relative to an autocast region. Where autocast cast the
-    linear, the log-softmax must run in the op's float32 (a ``.float()`` before it, or an autocast rule that
-    upcasts it, as on CUDA), else the chain keeps the plain path: CPU autocast runs a bf16 log-softmax."""
-    out = {}
-    for n in gm.graph.nodes:
-        if a.kind.get(n) != Kind.ROW or n not in a.boundaries or not _is_vocab_gather(n, a):
-            continue
-        base, _, index = _gather_args(n)
-        idx_shape = shape(index)
-        if idx_shape is None or idx_shape[-1] != 1 or not _single_user(base):
-            continue
-        x = _log_softmax_input(base)
-        if x is None or not _single_user(x):
-            continue
-        ok = True
-        while op_name(x) in ("float", "to") and len(x.args) >= 1 and isinstance(x.args[0], fx.Node):
-            v, vx = val(x), val(x.args[0])
-            if not (isinstance(v, torch.Tensor) and isinstance(vx, torch.Tensor) and v.dtype == torch.float32
-                    and v.shape == vx.shape) or not _single_user(x.args[0]):
-                ok = False
-                break
-            x = x.args[0]
-        if not ok or x.op != "call_function" or x.target not in LINEAR:
-            continue
-        h = x.args[0]
-        w = x.kwargs.get("weight", x.args[1] if len(x.args) > 1 else None)
-        bias = x.kwargs.get("bias", x.args[2] if len(x.args) > 2 else None)
-        vh, vw, vx, vb = val(h), val(w), val(x), val(bias)
-        if not (isinstance(vh, torch.Tensor) and isinstance(vw, torch.Tensor) and isinstance(vx, torch.Tensor)
-                and vw.dim() == 2 and a.kind.get(h) == Kind.PACKED and a.kind.get(w) != Kind.PACKED
-                and isinstance(vw.shape[1], int) and vx.is_floating_point()
-                and vh.is_floating_point() and vw.is_floating_point()):
-            continue
-        dtype = vx.dtype
-        cast = {vh.dtype, vw.dtype} | ({vb.dtype} if isinstance(vb, torch.Tensor) else set())
-        if cast != {dtype}:  # autocast chose the linear's dtype
-            vs = val(base)
-            if torch.float64 in cast or not isinstance(vs, torch.Tensor) or \
-                    vs.dtype != torch.promote_types(dtype, torch.float32):
-                continue
-        out[n] = (h, w, bias, dtype)
-    return out
-
-
-def lm_head_chunk_rows(vocab: int) -> int:
-    """Rows per chunk of the chunked LM head: a power of two near LM_HEAD_CHUNK_BUFFER_BYTES of fp32 logits, at most
-    4096 (the memory model reads the same rule)."""
-    return min(4096, 1 << max(0, (LM_HEAD_CHUNK_BUFFER_BYTES // (4 * max(vocab, 1))).bit_length() - 1))
-
-
-def _emit_chunked_logprobs(g: fx.Graph, n: fx.Node, w_shape, h, parts, index, scatter, dtype) -> fx.Node:
-    """``gather(log_softmax(linear(h)), -1, index)`` at the valid (row, position) pairs of ``scatter``, zeros at
-    pads, shaped like ``index``: the LM head runs once on each unique packed row the pairs read (a shared
-    last-prompt row once, however many branches read it), ``chunk`` rows at a time, in ``dtype`` (the replaced
-    linear's; h, weight and bias are cast to it where autocast cast them). ``parts``: (pair_flat, pair_local,
-    unique rows, weight, bias) per stream."""
-    vocab, hidden = int(w_shape[0]), int(w_shape[1])
-    chunk = lm_head_chunk_rows(vocab)
-    h2 = g.call_method("reshape", (h, (-1, hidden)))
-    idx = g.call_method("reshape", (index, (-1,)))
-    out = None
-    for pair_flat, pair_local, uniq, w, bias in parts:
-        rows = _to(g, g.call_function(torch.index_select, (h2, 0, uniq)), dtype)
-        w, bias = _to(g, w, dtype), _to(g, bias, dtype)
-        targets = g.call_function(torch.index_select, (idx, 0, pair_flat))
-        res = g.call_function(torch.ops.replaycompile.chunked_pair_logprobs.default,
-                              (rows, w, bias, pair_local, targets, chunk, 0.0))
-        logp = g.call_method("to", (g.call_function(operator.getitem, (res, 0)), val(n).dtype))
-        if out is None:
-            out = g.call_method("new_zeros", (logp, (g.call_method("numel", (scatter,)),)))
-        out = g.call_method("index_copy", (out, 0, pair_flat, logp))
-    return g.call_method("view_as", (out, index))
-
-
-def _to(g: fx.Graph, x, dtype):
-    """``x.to(dtype)`` where ``x`` (a node of the new graph, or None) may hold another dtype; a no-op there."""
-    return x if x is None else g.call_method("to", (x, dtype))
-
-
-def _is_vocab_gather(n: fx.Node, a: GraphAnalysis) -> bool:
-    if op_name(n) != "gather":
-        return False
-    base, dim, index = _gather_args(n)
-    r = a.roles.get(base)
-    return (a.kind.get(base) == Kind.PACKED and r is not None and len(r) == 3 and r[:2] == (B, T)
-            and dim in (-1, 2) and isinstance(index, fx.Node) and a.kind.get(index) == Kind.ROW)
-
-
-def _gather_args(n: fx.Node):
-    args = list(n.args)
-    base = args[0]
-    dim = n.kwargs.get("dim", args[1] if len(args) > 1 else None)
-    index = n.kwargs.get("index", args[2] if len(args) > 2 else None)
-    return base, dim, index
-
-
 def _world_size(group_name: str) -> int:
     import torch.distributed as dist
     from torch.distributed.distributed_c10d import _resolve_process_group
 
     return dist.get_world_size(_resolve_process_group(group_name))
-
-
-def _shared_stretches(old_nodes: list, a: GraphAnalysis, sites: dict) -> list:
-    """The stretches of per-token nodes (packed, all tokens' space, a token axis, not an attention) that run one
-    after another in graph order with nothing between them that reads a packed value; a graph with MoE routing
-    (whose tokens meet in an expert's batch) has none."""
-    if a.routing:
-        return []
-    stretches, cur = [], []
-    for n in old_nodes:
-        if n.op in ("placeholder", "output"):
-            continue
-        k = a.kind.get(n)
-        per_token = k == Kind.PACKED and a.space.get(n) == 0 and n not in sites and token_axis(a, n) is not None
-        if per_token:
-            cur.append(n)
-            continue
-        if k in (Kind.MASK, Kind.INTERNAL) or (k == Kind.ROW and not any(a.kind.get(x) == Kind.PACKED
-                                                                        for x in n.all_input_nodes)):
-            continue  # reads no packed value: emitted without the stretch's values
-        if cur:
-            stretches.append(cur)
-        cur = []
-    if cur:
-        stretches.append(cur)
-    return stretches
-
-
-def _hint(size) -> int:
-    """A size at the value it was traced with (a dynamic one counts at its hint)."""
-    return size if isinstance(size, int) else int(size.node.hint or 1)
-
-
-def stretch_bytes_per_token(a: GraphAnalysis, stretches: list) -> float:
-    """The widest stretch's output bytes per position of the traced batch (views included: an upper bound of what
-    is alive at once)."""
-    ids = val(a.ids) if a.ids is not None else None
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-        return 0.0
-    positions = max(1, _hint(ids.shape[0]) * _hint(ids.shape[1]))
-    return max((sum(math.prod(_hint(d) for d in v.shape) * v.element_size() for v in map(val, stretch)
-                    if isinstance(v, torch.Tensor)) / positions for stretch in stretches), default=0.0)
-
-
-def shared_stream_chunks(a: GraphAnalysis, stretches: list, world: int = 1, shared_tokens: int | None = None) -> int:
-    """How many chunks detach_prefix's shared stream runs its stretches in: enough that the widest stretch's
-    outputs (``stretch_bytes_per_token``) for one chunk stay near SHARED_CHUNK_BYTES, at most MAX_SHARED_CHUNKS.
-    The shared tokens (``shared_tokens``, or estimated as half the traced batch's positions: a shared token sits
-    in two rows or more) are split over ``world`` ranks. The count is fixed when the graph is compiled: a later,
-    longer batch runs with larger chunks (the backend warns once when they pass 4x SHARED_CHUNK_BYTES)."""
-    ids = val(a.ids) if a.ids is not None else None
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or not stretches:
-        return 1
-    if shared_tokens is None:
-        shared_tokens = _hint(ids.shape[0]) * _hint(ids.shape[1]) // 2
-    need = shared_tokens / max(world, 1) * stretch_bytes_per_token(a, stretches)
-    return int(min(MAX_SHARED_CHUNKS, max(1, math.ceil(need / SHARED_CHUNK_BYTES))))
 
 
 def _emit_packed(g: fx.Graph, n: fx.Node, a: GraphAnalysis, arg, n_tok, sub_index, selected=()) -> fx.Node:

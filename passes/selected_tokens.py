@@ -14,10 +14,15 @@ rewrite then computes them on the selected tokens alone, which is exact: the tok
 
 from __future__ import annotations
 
+import operator
+
 import torch
 import torch.fx as fx
 
+from replaycompile.kernels import tree_attention as _tree_attention_module  # noqa: F401 - registers the op
+
 from .nodes import BT, Kind, T, val
+from .packed_graph import QuerySegmentInputs
 from .region import GraphAnalysis
 
 
@@ -87,6 +92,70 @@ def _select(a: GraphAnalysis, sites: dict, order: list, slice_space: dict, block
         if spaces is not None and len(spaces) == 1:
             sel[x] = spaces.pop()
     return sel
+
+
+class SelectedTokens:
+    """Fusion pass (option ``fusions``, name ``"selected_tokens"``): the values ``selected_only`` found run on
+    the selected tokens of their slice alone; an attention among them runs its queries there and reads every
+    key (the plan's query segments, ``QuerySegmentInputs``)."""
+
+    name = "selected_tokens"
+
+    def __init__(self, a: GraphAnalysis, sites: dict, excluded: set):
+        self.nodes, self.space = selected_only(a, sites, excluded)
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes)
+
+    @property
+    def attention(self) -> int:
+        """How many attention sites run their queries at the selected tokens only."""
+        return sum(1 for x in self.nodes if x in self._sites)
+
+    def setup(self, p) -> None:
+        self._sites = p.sites
+        self.qseg = [p.g.placeholder(f"rc_sub{self.space}_qseg_{i}") for i in range(3)]
+        p.extra.append(QuerySegmentInputs(self.space))
+        self.no_subtree = p.g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})
+
+    def value(self, p, x, st):
+        """A value as a node computed on the selected tokens reads it."""
+        if not isinstance(x, fx.Node):
+            return x
+        if x in self.nodes:
+            return st.env[x]
+        if x in st.env or p.produces(x):
+            key = (x, "selected")
+            if key not in st.rows:
+                v = st.env[x] if x in st.env else p.get_packed(x, 0, st)
+                axis = token_axis(p.a, x)
+                st.rows[key] = v if axis is None else p.g.call_function(
+                    torch.index_select, (v, axis, st.sub_index[self.space - 1]))
+            return st.rows[key]
+        return p.get_packed(x, self.space, st)
+
+    def emit_packed(self, p, n: fx.Node) -> bool:
+        if n not in self.nodes:
+            return False
+        g, st = p.g, p.streams[0]
+        if n not in p.sites:
+            st.env[n] = p.copy_packed(n, lambda x: self.value(p, x, st), st.n_tok[self.space], st.sub_index)
+            return True
+        # queries at the selected tokens, keys and values at all
+        s = p.sites[n]
+        sinks = None if s.sinks is None else p.get_row(s.sinks)
+        tail = (None, 0, s.softcap, sinks) if sinks is not None else (None, 0, s.softcap) if s.softcap else ()
+        q, k, v = self.value(p, s.q, st), p.get_packed(s.k, 0, st), p.get_packed(s.v, 0, st)
+        if p.cp_group is not None:
+            # the rank's selected queries over every rank's keys and values
+            pad, order = p.cp_space[0]
+            res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
+                                  (q, k, v, pad, order, *self.qseg, s.scale, p.cp_group) + tail)
+        else:
+            res = g.call_function(torch.ops.replaycompile.tree_attention.default,
+                                  (q, k, v, self.no_subtree, *self.qseg, s.scale, [], 0, 0) + tail)
+        st.env[n] = g.call_function(operator.getitem, (res, 0))
+        return True
 
 
 def _only_query(site, x: fx.Node) -> bool:

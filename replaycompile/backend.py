@@ -27,7 +27,8 @@ from replaycompile.passes.inline_checkpoint import inline_checkpoints
 from replaycompile.passes.nodes import EMBEDDING, B, T, Decline, count, subgraph_module, upstream
 from replaycompile.passes.region import GraphAnalysis, analyze, mode_decline, square_token_input
 from replaycompile.passes.row_loops import fold_row_loops
-from replaycompile.passes.rewrite import PackedGraph, rewrite
+from replaycompile.passes.packed_graph import PackedGraph
+from replaycompile.passes.rewrite import FUSIONS, rewrite
 from replaycompile.passes.sink_slices import sink_slices
 from replaycompile.passes.weight_writes import hoist_weight_writes
 
@@ -66,11 +67,14 @@ _OPTIONS: dict[str, tuple] = {
     # its share of the packed tokens (replaycompile/context_parallel.py)
     "context_parallel": None,
     # detach_prefix: the shared stream's per-token ops in this many chunks of its tokens ("auto": from the traced
-    # batch's size, passes/rewrite.shared_stream_chunks; 1: whole)
+    # batch's size, passes/shared_chunks.shared_stream_chunks; 1: whole)
     "shared_chunks": None,
     # activation-checkpointed layers: recompute the tree attention in backward (least memory on deep models), or
     # save its output and log-sum-exp (no attention forward in backward: faster, L (q_dim + heads) more per token)
     "checkpoint_attention": ("recompute", "save"),
+    # the fusion passes the rewrite runs ("all", or a collection of names from passes.rewrite.FUSIONS); a fusion
+    # with an option of its own (lm_head, recurrent) runs where both allow it
+    "fusions": None,
 }
 
 
@@ -86,10 +90,15 @@ class ReplayOptions:
     context_parallel: Any = None
     shared_chunks: Any = "auto"
     checkpoint_attention: str = "recompute"
+    fusions: frozenset = frozenset(FUSIONS)
 
     @property
     def save_checkpointed_attention(self) -> bool:
         return self.checkpoint_attention == "save"
+
+    def fuses(self, name: str) -> bool:
+        """The fusion pass ``name`` (passes.rewrite.FUSIONS) runs, as far as the option ``fusions`` says."""
+        return name in self.fusions
 
 
 def parse_options(options: dict | None) -> ReplayOptions:
@@ -106,6 +115,17 @@ def parse_options(options: dict | None) -> ReplayOptions:
     chunks = options.get("shared_chunks", "auto")
     if chunks != "auto" and (isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1):
         raise ValueError(f"replay backend: option shared_chunks={chunks!r} must be 'auto' or a positive int")
+    fusions = options.get("fusions", "all")
+    if fusions == "all":
+        fusions = FUSIONS
+    if isinstance(fusions, str) or not isinstance(fusions, (list, tuple, set, frozenset)) or \
+            not set(fusions) <= set(FUSIONS):
+        raise ValueError(f"replay backend: option fusions={fusions!r} must be 'all' or a collection of names from "
+                         f"{list(FUSIONS)}")
+    options["fusions"] = frozenset(fusions)
+    if options.get("lm_head") == "chunked" and "chunked_lm_head" not in options["fusions"]:
+        raise ValueError("replay backend: option lm_head='chunked' asks for the fusion 'chunked_lm_head', which "
+                         f"option fusions={sorted(options['fusions'])} leaves out")
     sched = options.get("schedule")
     if sched is not None:
         from replaycompile.sparrow.schedule import SparrowSchedule
@@ -265,7 +285,8 @@ class ReplayGraph:
             why = mode_decline(self.analysis, opts.mode, self.per_row_layers) if self.reason is None else None
             if why is not None:
                 raise Decline(why)
-            if self.reason is None and self.per_row_layers and opts.recurrent == "tree_scan":
+            if self.reason is None and self.per_row_layers and opts.recurrent == "tree_scan" and \
+                    opts.fuses("tree_scan"):
                 self.tree_scan_layers, self.per_row_why = recurrent.tree_scan_sites(gm, self.analysis)
                 self.per_row_layers = {p: c for p, c in self.per_row_layers.items() if p not in self.tree_scan_layers}
             if self.reason is None:
@@ -331,7 +352,7 @@ class ReplayGraph:
                 self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False,
                                       detach_prefix=self.opts.mode == "detach_prefix", device=self._device,
                                       windows=windows, cp_group=group.group_name, shared_chunks=self._shared_chunks(),
-                                      save_checkpointed_attention=self.opts.save_checkpointed_attention)
+                                      **self._fusion_flags())
                 self.packed.cp = (dist.get_rank(group), dist.get_world_size(group), 0.0)
                 self.packed_chunked = None
                 return
@@ -339,14 +360,20 @@ class ReplayGraph:
             log.warning("replay: context_parallel %s", self._cp_note)
         kw = dict(detach_prefix=self.opts.mode == "detach_prefix", attention=self.opts.attention,
                   device=self._device, windows=windows, tree_scan=self.tree_scan_layers,
-                  shared_chunks=self._shared_chunks(),
-                  save_checkpointed_attention=self.opts.save_checkpointed_attention)
+                  shared_chunks=self._shared_chunks(), **self._fusion_flags())
         self.packed = rewrite(self.gm, self.analysis, chunked_lm_head=False, **kw)
         self.packed_chunked = None
-        if self.opts.lm_head != "plain":
+        if self.opts.lm_head != "plain" and self.opts.fuses("chunked_lm_head"):
             chunked = rewrite(self.gm, self.analysis, chunked_lm_head=True, **kw)
             if chunked.lm_head_vocab:
                 self.packed_chunked = chunked
+
+    def _fusion_flags(self) -> dict:
+        """The rewrite's flags for the fusion passes the options leave on (the LM head's: ``_rewrite``), and
+        the checkpointed attention's policy."""
+        return dict(prune=self.opts.fuses("selected_tokens"),
+                    log_softmax_gather=self.opts.fuses("log_softmax_gather"),
+                    save_checkpointed_attention=self.opts.save_checkpointed_attention)
 
     def _shared_chunks(self) -> int | None:
         return None if self.opts.shared_chunks == "auto" else self.opts.shared_chunks
@@ -489,8 +516,8 @@ class ReplayGraph:
 
     def _check_shared_chunks(self, num_shared: int) -> None:
         """Warn once when this batch's shared tokens make each chunk of the shared stream 4x or more the size its
-        chunk count was chosen for (the count is fixed when the graph is compiled, passes/rewrite.py)."""
-        from replaycompile.passes.rewrite import SHARED_CHUNK_BYTES
+        chunk count was chosen for (the count is fixed when the graph is compiled, passes/shared_chunks.py)."""
+        from replaycompile.passes.shared_chunks import SHARED_CHUNK_BYTES
 
         p = self.packed
         ranks = p.cp[1] if p.cp is not None else 1
@@ -717,8 +744,7 @@ class ReplayGraph:
             if a.reason is None:
                 dev = args[next(iter(seeds))].device.type
                 cont.packed = rewrite(self.gm, a, detach_prefix=False, attention=self.opts.attention, device=dev,
-                                      chunked_lm_head=False,
-                                      save_checkpointed_attention=self.opts.save_checkpointed_attention)
+                                      chunked_lm_head=False, **self._fusion_flags())
                 cont.mask_sites = [s for s in a.attention if s.mask is not None]
                 if cont.mask_sites:
                     masks = [s.mask for s in cont.mask_sites]

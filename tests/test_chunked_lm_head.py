@@ -24,7 +24,7 @@ def _packed_ops(replay_graphs) -> set:
 def test_chunked_lm_head_step_is_exact(family, replay_graphs, monkeypatch):
     """Loss and every gradient equal eager's (fp32, rel 1e-5) with the LM head run in chunks of 8 rows
     (ragged last chunk) over the pairs, the last prompt row read once per branch with its own target."""
-    monkeypatch.setattr("replaycompile.passes.rewrite.LM_HEAD_CHUNK_BUFFER_BYTES", 8 * 4 * 128)   # 8 rows of V=128
+    monkeypatch.setattr("replaycompile.passes.fuse_lm_head.LM_HEAD_CHUNK_BUFFER_BYTES", 8 * 4 * 128)   # 8 rows of V=128
     model = tiny_model(family)
     ids, am, adv, p = group_batch(lens=(6, 2, 6, 5, 1))
     ref = run(step_loss, model, ids, am, adv, p)

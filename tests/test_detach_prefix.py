@@ -99,7 +99,7 @@ def test_shared_chunks_follow_the_traced_batch():
     from types import SimpleNamespace
 
     import torch.fx as fx
-    from replaycompile.passes.rewrite import MAX_SHARED_CHUNKS, SHARED_CHUNK_BYTES, shared_stream_chunks
+    from replaycompile.passes.shared_chunks import MAX_SHARED_CHUNKS, SHARED_CHUNK_BYTES, shared_stream_chunks
 
     def chunks(rows, cols, width, world=1):
         g = fx.Graph()
@@ -121,7 +121,7 @@ def test_shared_chunks_follow_the_traced_batch():
 def test_a_longer_batch_than_the_chunks_were_chosen_for_is_warned(monkeypatch, caplog):
     """The chunk count is fixed at compile time; a call whose chunks come out 4x SHARED_CHUNK_BYTES or more says so
     once, naming the option that bounds them (here the bound is lowered instead of the batch lengthened)."""
-    import replaycompile.passes.rewrite as rw
+    import replaycompile.passes.shared_chunks as rw
 
     model = tiny_model("qwen3")
     ids, am, adv, p = tree_batch(stems=((0, (5, 3, 6, 4)),))

@@ -338,7 +338,7 @@ def _assert_tree_scanned(st, batch, layers, graphs):
     assert st["recurrent_tokens_computed"] == 0, st  # no layer ran on the rows
     assert st["tokens_computed"] == unique_prefix_tokens(ids, am) < st["tokens_in"], st
     from replaycompile.kernels import packing as ops
-    from replaycompile.passes.rewrite import tree_scan_call
+    from replaycompile.passes.fuse_tree_scan import tree_scan_call
 
     calls = [n.target for n in graphs[0].packed.gm.graph.nodes if n.op == "call_function"]
     # one call per layer, and nothing replayed to the rows (the per-row nodes are gone)

@@ -56,7 +56,7 @@ def test_passes_import_no_runtime():
 
 # what the runtime may read of the passes: the records they hand it and the evaluators of those records
 RUNTIME_READS = {
-    "replaycompile.passes.rewrite": {"PackedGraph", "PLAN_INPUTS", "SPLIT_INPUTS", "PlanInputs", "LayoutInputs",
+    "replaycompile.passes.packed_graph": {"PackedGraph", "PLAN_INPUTS", "SPLIT_INPUTS", "PlanInputs", "LayoutInputs",
                                      "ShardInputs", "SliceInputs", "QuerySegmentInputs", "PairInputs"},
     "replaycompile.passes.loss_weights": {"keep_positions"},
     "replaycompile.passes": {"mask_probe"},

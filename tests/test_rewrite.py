@@ -13,7 +13,8 @@ from torch._dynamo.utils import counters
 import replaycompile
 from replaycompile.testing.models import tiny_model
 from replaycompile.passes.region import analyze
-from replaycompile.passes.rewrite import PLAN_INPUTS, SPLIT_INPUTS, LayoutInputs, choose_blocks, rewrite
+from replaycompile.passes.packed_graph import PLAN_INPUTS, SPLIT_INPUTS, LayoutInputs
+from replaycompile.passes.rewrite import choose_blocks, rewrite
 from replaycompile.runtime.inputs import lm_head_rows, packed_inputs, without_lm_head
 from replaycompile.passes.sink_slices import sink_slices
 from replaycompile.runtime.plan import build_plan, split_shared

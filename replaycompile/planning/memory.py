@@ -40,7 +40,7 @@ LM head over R projected rows (logits R x V):
                               detach_prefix, whose logits are the two streams' concatenated (the gradient is
                               allocated beside them)
     replay, lm_head="chunked" (``replaycompile::chunked_pair_logprobs``) min(k, M) V in fp32 for chunks of k rows (k as
-                              passes/rewrite.py picks it: the power of two at or below 64 MiB / (4 V), at most
+                              passes/fuse_lm_head.py picks it: the power of two at or below 64 MiB / (4 V), at most
                               4096): one chunk's logits at a time (softmax and gradient computed in place), plus
                               the V x h weight-gradient accumulator and the M x h saved rows
     replay, lm_head="auto"    (the backend's default) "chunked" where M V 4 bytes reach the backend's
@@ -66,7 +66,7 @@ Peaks per variant:
     eager_rows_ckpt       grads + n C_tok + max(head, n (S_layer + 2h)), C_tok the checkpointed per-token set
     replay_ckpt           grads + N_u C_tok + max(head, N_u (S_layer + 2h))
     replay exact          grads + N_u S_tok + head, N_u = P + sum c_i unique tokens
-    replay detach_prefix  (shared tokens run without autograd, passes/rewrite.py): the branch attention saves
+    replay detach_prefix  (shared tokens without autograd, passes/rewrite.py, shared_chunks.py): the branch attention saves
                           every token's K and V per layer (the shared ones, then the branches'), 2 kd L elements
                           each; the branches (sum c_i tokens) keep their per-token set (above); both streams run
                           in one graph, layer by layer, so peak = K/V + branch activations + max(one layer's live
@@ -172,8 +172,8 @@ def _per_token(m: _Dims, kind: str) -> float:
 
 
 def lm_head_chunk_rows(vocab: int) -> int:
-    """Rows per chunk of the chunked LM head (passes/rewrite.py's rule, read from there)."""
-    from replaycompile.passes.rewrite import lm_head_chunk_rows as rule
+    """Rows per chunk of the chunked LM head (passes/fuse_lm_head.py's rule, read from there)."""
+    from replaycompile.passes.fuse_lm_head import lm_head_chunk_rows as rule
 
     return rule(vocab)
 

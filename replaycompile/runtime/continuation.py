@@ -64,7 +64,7 @@ class Continuation:
     """A graph without token ids, analysed and rewritten for a given set of activation inputs."""
     analysis: Any  # GraphAnalysis | None (passes.region)
     reason: str | None
-    packed: Any = None  # PackedGraph | None (passes.rewrite)
+    packed: Any = None  # PackedGraph | None (passes.packed_graph)
     mask_sites: list = None
     mask_gm: Any = None
     mask_inputs: tuple = ()       # placeholder positions the masks read

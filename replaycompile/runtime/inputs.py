@@ -7,7 +7,7 @@ import torch
 import torch.fx as fx
 
 from replaycompile.passes.loss_weights import keep_positions
-from replaycompile.passes.rewrite import (PLAN_INPUTS, SPLIT_INPUTS, LayoutInputs, PackedGraph, PairInputs,
+from replaycompile.passes.packed_graph import (PLAN_INPUTS, SPLIT_INPUTS, LayoutInputs, PackedGraph, PairInputs,
                                           PlanInputs, QuerySegmentInputs, ShardInputs, SliceInputs)
 
 __all__ = ["packed_inputs", "lm_head_rows", "without_lm_head"]
