@@ -8,7 +8,7 @@ Graph passes of the replay backend, in the order ``backend.ReplayGraph`` runs th
 3. ``rewrite.rewrite``: the packed graph, and the contract of its extra inputs (``packed_graph.PackedGraph``;
    ``replaycompile.runtime.inputs`` builds them per call). The core packing step (``rewrite.Packer``) and, each
    behind the option ``fusions``, the fusion passes: ``fuse_lm_head``, ``fuse_log_softmax``, ``fuse_tree_scan``,
-   ``selected_tokens`` (and ``shared_chunks`` for detach_prefix's shared stream).
+   ``selected_tokens``; ``shared_chunks`` chunks detach_prefix's shared stream (its own option, ``shared_chunks``).
 4. ``mask_probe``: the mask subgraphs the runtime's ``MaskVerifier`` (``replaycompile/runtime/masks.py``)
    evaluates across calls.
 

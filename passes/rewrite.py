@@ -405,7 +405,8 @@ class Packer:
         streams[1].env[n] = g.call_function(operator.getitem, (res, 0))
 
 
-FUSIONS = ("chunked_lm_head", "log_softmax_gather", "selected_tokens", "tree_scan")
+# the fusion passes ``rewrite`` runs beside the core packing step, by name (the backend option ``fusions``)
+FUSIONS = tuple(sorted(f.name for f in (ChunkedLMHead, LogSoftmaxGather, SelectedTokens, TreeScan)))
 
 
 def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, attention: str = "torch",
@@ -478,7 +479,7 @@ def rewrite(gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool = False, a
     if p.selected:
         p.selected.setup(p)
     if detach_prefix:
-        world = 1 if cp_group is None else _world_size(cp_group)
+        world = 1 if cp_group is None or shared_chunks is not None else _world_size(cp_group)
         p.shared_chunks = SharedChunks(p.old_nodes, a, p.sites, world, shared_chunks, _repeat_kv_source)
     if chunked_lm_head:
         p.lm_head = ChunkedLMHead(gm, a)

@@ -102,6 +102,7 @@ class SelectedTokens:
     name = "selected_tokens"
 
     def __init__(self, a: GraphAnalysis, sites: dict, excluded: set):
+        self._sites = sites
         self.nodes, self.space = selected_only(a, sites, excluded)
 
     def __bool__(self) -> bool:
@@ -113,7 +114,6 @@ class SelectedTokens:
         return sum(1 for x in self.nodes if x in self._sites)
 
     def setup(self, p) -> None:
-        self._sites = p.sites
         self.qseg = [p.g.placeholder(f"rc_sub{self.space}_qseg_{i}") for i in range(3)]
         p.extra.append(QuerySegmentInputs(self.space))
         self.no_subtree = p.g.call_function(torch.empty, ((0,),), {"dtype": torch.int64})

@@ -14,6 +14,7 @@ import math
 import logging
 import os
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any, Callable
 
 import torch
@@ -115,14 +116,7 @@ def parse_options(options: dict | None) -> ReplayOptions:
     chunks = options.get("shared_chunks", "auto")
     if chunks != "auto" and (isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1):
         raise ValueError(f"replay backend: option shared_chunks={chunks!r} must be 'auto' or a positive int")
-    fusions = options.get("fusions", "all")
-    if fusions == "all":
-        fusions = FUSIONS
-    if isinstance(fusions, str) or not isinstance(fusions, (list, tuple, set, frozenset)) or \
-            not set(fusions) <= set(FUSIONS):
-        raise ValueError(f"replay backend: option fusions={fusions!r} must be 'all' or a collection of names from "
-                         f"{list(FUSIONS)}")
-    options["fusions"] = frozenset(fusions)
+    options["fusions"] = _fusion_names(options.get("fusions", "all"))
     if options.get("lm_head") == "chunked" and "chunked_lm_head" not in options["fusions"]:
         raise ValueError("replay backend: option lm_head='chunked' asks for the fusion 'chunked_lm_head', which "
                          f"option fusions={sorted(options['fusions'])} leaves out")
@@ -148,6 +142,20 @@ def parse_options(options: dict | None) -> ReplayOptions:
                              f"DeviceMesh")
         options["context_parallel"] = cp
     return ReplayOptions(**options)
+
+
+def _fusion_names(fusions) -> frozenset:
+    """The option ``fusions``: "all", or any iterable of names from FUSIONS (not a bare name)."""
+    if isinstance(fusions, str) and fusions == "all":
+        return frozenset(FUSIONS)
+    why = f"must be 'all' or a collection of names from {list(FUSIONS)}"
+    if isinstance(fusions, (str, bytes, dict)) or not isinstance(fusions, Iterable):
+        raise ValueError(f"replay backend: option fusions={fusions!r} {why}")
+    names = list(fusions)
+    unknown = [x for x in names if not isinstance(x, str) or x not in FUSIONS]
+    if unknown:
+        raise ValueError(f"replay backend: option fusions names {unknown!r}, not fusions; it {why}")
+    return frozenset(names)
 
 
 # ------------------------------------------------------------------------------------------------ declines
@@ -285,10 +293,13 @@ class ReplayGraph:
             why = mode_decline(self.analysis, opts.mode, self.per_row_layers) if self.reason is None else None
             if why is not None:
                 raise Decline(why)
-            if self.reason is None and self.per_row_layers and opts.recurrent == "tree_scan" and \
-                    opts.fuses("tree_scan"):
-                self.tree_scan_layers, self.per_row_why = recurrent.tree_scan_sites(gm, self.analysis)
-                self.per_row_layers = {p: c for p, c in self.per_row_layers.items() if p not in self.tree_scan_layers}
+            if self.reason is None and self.per_row_layers and opts.recurrent == "tree_scan":
+                sites, self.per_row_why = recurrent.tree_scan_sites(gm, self.analysis)
+                if opts.fuses("tree_scan"):
+                    self.tree_scan_layers = sites
+                    self.per_row_layers = {p: c for p, c in self.per_row_layers.items() if p not in sites}
+                else:
+                    self.per_row_why.update({p: "option fusions leaves out 'tree_scan'" for p in sites})
             if self.reason is None:
                 ids = example_inputs[[n for n in gm.graph.nodes if n.op == "placeholder"].index(self.analysis.ids)]
                 self._device = ids.device.type if isinstance(ids, torch.Tensor) else "cpu"

@@ -21,8 +21,13 @@ def test_the_option_takes_all_or_named_fusions():
     assert replaycompile.parse_options({"fusions": ()}).fusions == frozenset()
     with pytest.raises(ValueError, match="fusions='tree_scan'"):
         replaycompile.parse_options({"fusions": "tree_scan"})   # a name, not a collection
-    with pytest.raises(ValueError, match="log_softmax_gather"):
-        replaycompile.parse_options({"fusions": ["fused_head"]})
+    assert replaycompile.parse_options({"fusions": {"tree_scan": 1}.keys()}).fusions == {"tree_scan"}
+    with pytest.raises(ValueError, match=r"names \['fused_head'\], not fusions.*log_softmax_gather"):
+        replaycompile.parse_options({"fusions": ["tree_scan", "fused_head"]})
+    with pytest.raises(ValueError, match="fusions=None"):
+        replaycompile.parse_options({"fusions": None})
+    with pytest.raises(ValueError, match="not fusions"):
+        replaycompile.parse_options({"fusions": [["tree_scan"]]})
     with pytest.raises(ValueError, match="lm_head='chunked'"):
         replaycompile.parse_options({"lm_head": "chunked", "fusions": ["tree_scan"]})
 
@@ -49,15 +54,18 @@ def test_a_fusion_left_out_does_not_fire_and_the_step_is_the_same(left_out):
     assert_same_step(steps[True], steps[False], rtol=1e-5)
 
 
-def test_tree_scan_left_out_runs_the_recurrent_layers_per_row():
+def test_tree_scan_left_out_runs_the_recurrent_layers_per_row(caplog):
+    """... and the log says why each such layer runs per row."""
     model = tiny_model("qwen3_next")
     ids, am, adv, p = group_batch(lens=(6, 2, 6, 5))
     steps = {}
     for fusions in ("all", sorted(set(FUSIONS) - {"tree_scan"})):
         torch._dynamo.reset()
         counters.clear()
-        steps[fusions == "all"] = run(torch.compile(step_loss, backend="replay", options={**AOT, "fusions": fusions}),
-                                      model, ids, am, adv, p)
+        with caplog.at_level("INFO", logger="replaycompile"):
+            steps[fusions == "all"] = run(torch.compile(step_loss, backend="replay",
+                                                        options={**AOT, "fusions": fusions}), model, ids, am, adv, p)
         calls = counters["replay"]["recurrent_tree_scan_calls"]
         assert (calls > 0) == (fusions == "all"), dict(counters["replay"])
+        assert ("option fusions leaves out 'tree_scan'" in caplog.text) == (fusions != "all")
     assert_same_step(steps[True], steps[False], rtol=1e-4)

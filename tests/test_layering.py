@@ -54,6 +54,21 @@ def test_passes_import_no_runtime():
             assert m.startswith(("replaycompile.passes", "replaycompile.kernels")), f"passes/{name} imports {m}"
 
 
+FUSION_MODULES = ("fuse_lm_head.py", "fuse_log_softmax.py", "fuse_tree_scan.py", "selected_tokens.py",
+                  "shared_chunks.py")
+
+
+def test_fusion_passes_do_not_reach_back_into_the_core_rewrite():
+    """The core packing step (``passes/rewrite.py``) wires the fusion passes; they import no rewrite (nor its
+    record's builder), only the facts and records below them."""
+    mods = _project_imports("passes", "replaycompile.passes")
+    for name in FUSION_MODULES:
+        assert "replaycompile.passes.rewrite" not in mods[name], f"passes/{name} imports the core rewrite"
+    core = mods["rewrite.py"]
+    for name in FUSION_MODULES:
+        assert f"replaycompile.passes.{name[:-3]}" in core, f"passes/rewrite.py does not wire passes/{name}"
+
+
 # what the runtime may read of the passes: the records they hand it and the evaluators of those records
 RUNTIME_READS = {
     "replaycompile.passes.packed_graph": {"PackedGraph", "PLAN_INPUTS", "SPLIT_INPUTS", "PlanInputs", "LayoutInputs",
