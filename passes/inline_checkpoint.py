@@ -7,7 +7,7 @@ and ``use_reentrant=True`` alike (no graph break; the HOP always runs the non-re
 analysis only looks at the top-level graph, so there it would find no attention and leave the step unpacked.
 
 This pass copies each body's nodes in place of its HOP (values are unchanged: checkpointing only decides what
-is saved for backward, never what is computed) and tags every copied node the way AOT autograd's own handling
+is saved for backward, never what is computed; size queries whose result nothing reads are left out) and tags every copied node the way AOT autograd's own handling
 of the HOP does: ``meta["recompute"] = CheckpointPolicy.PREFER_RECOMPUTE`` and ``meta["ac_graph_id"]`` (one id
 per region). AOT autograd carries both fields to the aten graph and the min-cut partitioner recomputes tagged
 nodes in the backward; Dynamo copies them too when it traces this GraphModule's forward again (hence the real,
@@ -45,6 +45,26 @@ def _attr(gm: fx.GraphModule, target: str):
     return obj
 
 
+def _is_size(v) -> bool:
+    """A traced value that is a size: an int or SymInt, or a torch.Size / tuple of them."""
+    if isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool):
+        return True
+    return isinstance(v, tuple) and all(isinstance(x, (int, torch.SymInt)) and not isinstance(x, bool) for x in v)
+
+
+def _dead_size_queries(graph: fx.Graph) -> set:
+    """Nodes of a region's body that compute a size nobody reads (``attn_output.size()`` and its items, which a
+    body traced with dynamic shapes keeps after the code that used them was traced away): pure, so left out of
+    the inlined copy. Kept, such a query is a reader of its tensor at every token, and the selected-token pass
+    (passes/selected_tokens.py) would then run the last layer at all tokens."""
+    dead: set = set()
+    for n in reversed(graph.nodes):
+        if n.op in ("call_method", "call_function") and all(u in dead for u in n.users) and \
+                _is_size(n.meta.get("example_value", n.meta.get("val"))):
+            dead.add(n)
+    return dead
+
+
 def _inline_one(gm: fx.GraphModule, hop: fx.Node) -> bool:
     from torch._higher_order_ops.wrap import TagActivationCheckpoint
     from torch.utils.checkpoint import CheckpointPolicy
@@ -60,10 +80,11 @@ def _inline_one(gm: fx.GraphModule, hop: fx.Node) -> bool:
     tag = "_checkpoint_context_fn" not in body.meta  # selective checkpointing: no static policy to write
     region = next(_region_ids)
     env: dict = dict(zip(placeholders, operands))
+    dead = _dead_size_queries(body.graph)
     out = None
     with gm.graph.inserting_before(hop):
         for n in body.graph.nodes:
-            if n.op == "placeholder":
+            if n.op == "placeholder" or n in dead:
                 continue
             if n.op == "output":
                 out = fx.node.map_arg(n.args[0], lambda x: env[x])

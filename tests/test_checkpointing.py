@@ -183,7 +183,9 @@ def test_packed_step_still_recomputes():
 @pytest.mark.slow  # over 15 s on 2 cores
 def test_checkpointed_steps_of_changing_shapes_stay_packed():
     """RL batches change length every step, so the second step runs the dynamic-shape graph, whose checkpoint
-    regions call ``.size()`` on packed values: still packed and exact."""
+    regions call ``.size()`` on packed values: still packed and exact, and the last layer still runs at the loss's
+    tokens only (a region's size query that nothing reads is left out when it is inlined, not taken for a reader
+    at every token)."""
     model = checkpointed_model("non_reentrant")
     step = torch.compile(step_loss, backend="replay", options=AOT)
     for prompt_len, lens in [(12, (5, 3, 6, 4)), (17, (7, 2, 5, 4))]:
@@ -193,3 +195,4 @@ def test_checkpointed_steps_of_changing_shapes_stay_packed():
         assert_same_step(ref, got)
         st = replaycompile.last_stats()
         assert st["applied"] and st["tokens_computed"] == unique_prefix_tokens(ids, am), st
+        assert st["queries_selected"] == 1 and st["selected_only_values"] > 10, st
