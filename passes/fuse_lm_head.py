@@ -15,7 +15,7 @@ import torch.fx as fx
 
 from replaycompile.kernels import chunked_logprobs as _chunked_logprobs_module  # noqa: F401 - registers the op
 
-from .fuse_log_softmax import gather_args, is_vocab_gather, log_softmax_input, single_user
+from .fuse_log_softmax import gather_args, log_softmax_input, loss_vocab_gather, single_user
 from .nodes import LINEAR, Kind, op_name, shape, val
 from .packed_graph import PairInputs
 from .region import GraphAnalysis
@@ -34,7 +34,7 @@ def lm_head_chains(gm: fx.GraphModule, a: GraphAnalysis) -> dict:
     upcasts it, as on CUDA), else the chain keeps the plain path: CPU autocast runs a bf16 log-softmax."""
     out = {}
     for n in gm.graph.nodes:
-        if a.kind.get(n) != Kind.ROW or n not in a.boundaries or not is_vocab_gather(n, a):
+        if not loss_vocab_gather(n, a):
             continue
         base, _, index = gather_args(n)
         idx_shape = shape(index)

@@ -25,6 +25,12 @@ def is_vocab_gather(n: fx.Node, a: GraphAnalysis) -> bool:
             and dim in (-1, 2) and isinstance(index, fx.Node) and a.kind.get(index) == Kind.ROW)
 
 
+def loss_vocab_gather(n: fx.Node, a: GraphAnalysis) -> bool:
+    """A vocabulary gather where the packed region ends (a row node on its boundary): where the loss reads the
+    LM head's log-probs, which the core packing step reads from the packed values and the fusions take over."""
+    return a.kind.get(n) == Kind.ROW and n in a.boundaries and is_vocab_gather(n, a)
+
+
 def gather_args(n: fx.Node):
     """(base, dim, index) of a gather node, positional or keyword."""
     args = list(n.args)
@@ -75,7 +81,7 @@ class LogSoftmaxGather:
     def __init__(self, gm: fx.GraphModule, a: GraphAnalysis):
         self.inputs = {}
         for n in gm.graph.nodes:
-            if a.kind.get(n) == Kind.ROW and n in a.boundaries and is_vocab_gather(n, a):
+            if loss_vocab_gather(n, a):
                 x = fused_log_softmax_input(gather_args(n)[0], a)
                 if x is not None:
                     self.inputs[n] = x

@@ -6,14 +6,15 @@ use_reentrant=...)`` whose body is a submodule of the graph; in torch 2.13 this 
 and ``use_reentrant=True`` alike (no graph break; the HOP always runs the non-reentrant checkpoint). The
 analysis only looks at the top-level graph, so there it would find no attention and leave the step unpacked.
 
-This pass copies each body's nodes in place of its HOP (values are unchanged: checkpointing only decides what
-is saved for backward, never what is computed; size queries whose result nothing reads are left out) and tags every copied node the way AOT autograd's own handling
-of the HOP does: ``meta["recompute"] = CheckpointPolicy.PREFER_RECOMPUTE`` and ``meta["ac_graph_id"]`` (one id
-per region). AOT autograd carries both fields to the aten graph and the min-cut partitioner recomputes tagged
-nodes in the backward; Dynamo copies them too when it traces this GraphModule's forward again (hence the real,
-not lazy, recompile). So a graph run unpacked (declined, or a batch below ``min_shared_tokens``) keeps
-checkpointing's memory saving, and so does the packed graph: the rewrite copies the tags onto the packed nodes
-and gives each tree attention its layer's (passes/rewrite.py ``_kept_meta``, ``_tag_since``).
+This pass copies each body's nodes in place of its HOP (values are unchanged: checkpointing only decides what is
+saved for backward, never what is computed; size queries whose result nothing reads are left out) and tags every
+copied node the way AOT autograd's own handling of the HOP does: ``meta["recompute"] =
+CheckpointPolicy.PREFER_RECOMPUTE`` and ``meta["ac_graph_id"]`` (one id per region). AOT autograd carries both
+fields to the aten graph and the min-cut partitioner recomputes tagged nodes in the backward; Dynamo copies them too
+when it traces this GraphModule's forward again (hence the real, not lazy, recompile). So a graph run unpacked
+(declined, or a batch below ``min_shared_tokens``) keeps checkpointing's memory saving, and so does the packed
+graph: the rewrite copies the tags onto the packed nodes and gives each tree attention its layer's
+(passes/rewrite.py ``_kept_meta``, ``_tag_since``).
 
 Regions with a custom ``context_fn`` (selective checkpointing) are inlined untagged: their policy is decided per
 op at dispatch time and cannot be written as a static tag. Semantics-preserving on any graph; runs before the

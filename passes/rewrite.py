@@ -24,7 +24,7 @@ from replaycompile.kernels.tree_attention_reference import dense_attention_refer
 
 from . import key_selection
 from .fuse_lm_head import ChunkedLMHead
-from .fuse_log_softmax import LogSoftmaxGather, gather_args, is_vocab_gather
+from .fuse_log_softmax import LogSoftmaxGather, gather_args, is_vocab_gather, loss_vocab_gather
 from .fuse_tree_scan import TreeScan, tree_scan_call
 from .loss_weights import space_weights
 from .nodes import B, BT, Kind, T, count, op_name, shape, slots, subgraph_module, val
@@ -32,7 +32,7 @@ from .packed_graph import (PLAN_INPUTS, SPLIT_INPUTS, LayoutInputs, PackedGraph,
                            ShardInputs, SliceInputs)
 from .region import GraphAnalysis, is_expand, is_reshape, packed_reshape
 from .roles import NEW_TENSOR_NAMES
-from .selected_tokens import SelectedTokens
+from .selected_tokens import SelectedTokens, token_axis
 from .shared_chunks import SharedChunks
 
 log = logging.getLogger("replaycompile")
@@ -100,7 +100,7 @@ class Packer:
 
     def __init__(self, gm: fx.GraphModule, a: GraphAnalysis, detach_prefix: bool, blocks, windows: dict | None,
                  cp_group: str | None, tree_scan: TreeScan | None):
-        self.gm, self.a = gm, a
+        self.a = a
         self.detach_prefix, self.blocks, self.windows, self.cp_group = detach_prefix, blocks, windows or {}, cp_group
         self.tree_scan = tree_scan
         self.selected: SelectedTokens | None = None
@@ -163,15 +163,14 @@ class Packer:
     def full(self, x, sp):
         """A packed node's values on all packed tokens of its space (streams concatenated; every rank's tokens
         gathered under context parallelism)."""
-        a, g = self.a, self.g
+        g, axis = self.g, token_axis(self.a, x)
         vals = [st.env[x] for st in self.streams]
         if self.cp_group is not None:
-            axis = a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)
             pad, order = self.cp_space[sp]
             vals[0] = g.call_function(ops.cp_gather, (vals[0], axis, pad, order, self.cp_group))
         if len(vals) == 1:
             return vals[0]
-        return g.call_function(torch.cat, (vals, a.roles[x].index(T) if T in a.roles[x] else a.roles[x].index(BT)))
+        return g.call_function(torch.cat, (vals, axis))
 
     def get_row(self, x):
         """A source node's value in the row layout ``[B, T, ...]`` (a packed value replayed to its rows)."""
@@ -254,7 +253,7 @@ class Packer:
     def emit_row(self, n: fx.Node) -> None:
         """A row node: copied (``get_row``), except a vocabulary gather, which reads the packed values directly."""
         a, g = self.a, self.g
-        if not (n in a.boundaries and is_vocab_gather(n, a)):
+        if not loss_vocab_gather(n, a):
             if n not in self.row_env:
                 self.get_row(n)
             return
@@ -525,8 +524,7 @@ def _finish(gm: fx.GraphModule, a: GraphAnalysis, p: Packer, detach_prefix: bool
     new_gm = fx.GraphModule(gm, g)
     new_gm.recompile()
     weights = _space_weights(gm, a, old_nodes) if not detach_prefix and cp_group is None and a.slices else None
-    head_spaces = tuple(a.space[gather_args(n)[0]] for n in old_nodes
-                        if a.kind.get(n) == Kind.ROW and n in a.boundaries and is_vocab_gather(n, a))
+    head_spaces = tuple(a.space[gather_args(n)[0]] for n in old_nodes if loss_vocab_gather(n, a))
     bound_nodes = [x for sl in a.slices for x in (sl.start, sl.stop) if isinstance(x, fx.Node)]
     _count_rewrites(new_gm)
     count("sequence_slices_repacked", len(a.slices))
