@@ -358,14 +358,39 @@ def _split_backward(grad_out, q, k, v, out, lse, seg_q, seg_kv_ptr, kv_ranges, s
             else:
                 dk_acc[:, :, own] += dk_s
                 dv_acc[:, :, own] += dv_s
+    limit = max(1, ANCESTOR_BACKWARD_CHUNK_BYTES // max(1, k.shape[1] * k.shape[3] * dk_acc.element_size()))
     for g0, g1, anc, _ in groups:
-        if anc:
-            dq_a, dk_a, dv_a = _FLASH_CPU_BWD(grad_out[:, :, g0:g1], q[:, :, g0:g1], _ranges(k, anc),
-                                              _ranges(v, anc), out[:, :, g0:g1], lse[:, :, g0:g1], 0.0, False,
+        for part in _key_chunks(anc, limit):
+            dq_a, dk_a, dv_a = _FLASH_CPU_BWD(grad_out[:, :, g0:g1], q[:, :, g0:g1], _ranges(k, part),
+                                              _ranges(v, part), out[:, :, g0:g1], lse[:, :, g0:g1], 0.0, False,
                                               scale=scale)
             dq[:, :, g0:g1] += dq_a
-            _scatter_add(dk_acc, dk_a, anc[:-1], *anc[-1])
-            _scatter_add(dv_acc, dv_a, anc[:-1], *anc[-1])
+            _scatter_add(dk_acc, dk_a, part[:-1], *part[-1])
+            _scatter_add(dv_acc, dv_a, part[:-1], *part[-1])
+            del dq_a, dk_a, dv_a
+
+
+# The ancestors' backward runs over chunks of their keys of at most this many bytes of dK: the flash kernel's dK and
+# dV are as long as the keys it is given, and beside the layer's own accumulators they were the largest transient of
+# a long prompt's backward (two prompt-long tensors per call). Given the merged lse, each chunk's call is exactly its
+# keys' share (see above), so the chunks change the summation order of dQ only.
+ANCESTOR_BACKWARD_CHUNK_BYTES = 1 << 20
+
+
+def _key_chunks(ranges: list, limit: int):
+    """Cut key ranges into consecutive lists of ranges of at most ``limit`` keys each (in order)."""
+    part, n = [], 0
+    for a, b in ranges:
+        while a < b:
+            take = min(b - a, limit - n)
+            part.append((a, a + take))
+            n += take
+            a += take
+            if n == limit:
+                yield part
+                part, n = [], 0
+    if part:
+        yield part
 
 
 # ---------------------------------------------------------------- sliding window and softcapping

@@ -308,6 +308,16 @@ class Packer:
             tail = tail[:-1]
         return tail
 
+    def unrepeated_kv(self, s, st: _Stream) -> tuple:
+        """An attention site's packed keys and values before GQA's repeat_kv where the model repeats them (the CP
+        op reads kv head h // (Hq / Hkv) itself): what it gathers, saves and reduces is Hkv heads wide, not Hq
+        (``counters["replay"]["cp_attention_kv_unrepeated"]``)."""
+        src = [_repeat_kv_source(x) for x in (s.k, s.v)]
+        if all(x is not None and x in st.env for x in src):
+            count("cp_attention_kv_unrepeated")
+            return tuple(st.env[x] for x in src)
+        return self.get_packed(s.k, 0, st), self.get_packed(s.v, 0, st)
+
     def emit_attention(self, n: fx.Node) -> None:
         """An attention site as the tree attention on the packed tokens (or, with key selection, dense attention
         under the selection's mask)."""
@@ -345,6 +355,7 @@ class Packer:
             # (context_parallel.py: the op gathers them in forward and again in backward, so no layer keeps more
             # than the rank's own K/V); a window reads the keys' positions (all tokens'), each query's is its own
             # key's
+            kk, v = self.unrepeated_kv(s, st)
             pad, order = self.cp_space[0]
             res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
                                   (q, kk, v, pad, order, *self.cp_qseg, s.scale, self.cp_group)

@@ -26,7 +26,11 @@ Attention. ``cp_tree_attention`` all-gathers the rank's keys and values, puts th
 flat groups, trees of any depth and sliding windows need nothing more (a window reads the keys' positions,
 every token's; each query's own is its key's). Its backward gathers them again and reduce-scatters their
 gradients, so each key's gradient from every rank's queries is summed on the rank that owns it, and no layer
-keeps more than its own tokens' K/V for the backward. Why all-gather and not a ring: on the CPU gloo ranks the
+keeps more than its own tokens' K/V for the backward. The rewrite hands it K/V before GQA's ``repeat_kv``
+(``Packer.unrepeated_kv``): what it gathers, saves and reduces is Hkv heads wide (the flash kernel reads kv head
+h // (Hq / Hkv) itself); on gloo the reduce-scatter is an in-place all-reduce of our own buffer (gloo's
+reduce-scatter clones its input first). With the ancestors' backward in key chunks (kernels/tree_attention.py)
+these took the rank's peak out of the attention's backward (docs/long_context.md, "Measured"). Why all-gather and not a ring: on the CPU gloo ranks the
 tests run on, one collective per layer is cheaper than cp - 1 exchanges, and the gathered K/V of one layer is
 transient (the planner's ring term is one K/V block; a gathered layer is cp blocks). Values that are not K/V
 (the exits of the packed region) go through ``ops.cp_gather``, torch's functional all-gather. torch's own
@@ -196,16 +200,23 @@ def _attention_backward_fake(q, k, v):
 
 def _scatter_key_grads(g: torch.Tensor, pad: int, order: torch.Tensor, n_r: int, group) -> torch.Tensor:
     """[1, H, N, D] a gradient over every rank's keys -> [1, H, n_r, D] the sum over the ranks of this rank's
-    keys' (a reduce-scatter in the gathered layout)."""
+    keys' (a reduce-scatter in the gathered layout), contiguous."""
     import torch.distributed as dist
 
     world = dist.get_world_size(group)
     h, d = g.shape[1], g.shape[3]
     every = g.new_zeros((world * (n_r + pad), h, d))
     every.index_copy_(0, order, g[0].transpose(0, 1))
-    mine = g.new_empty((n_r + pad, h, d))
-    dist.reduce_scatter_tensor(mine, every, group=group)
-    return mine[:n_r].transpose(0, 1).unsqueeze(0)
+    if dist.get_backend(group) == "gloo":
+        # gloo's reduce-scatter clones its input and all-reduces the clone (one more N-token buffer at the
+        # backward's peak); all-reducing this buffer, ours already, in place and keeping our rows does without
+        dist.all_reduce(every, group=group)
+        mine = every[dist.get_rank(group) * (n_r + pad):][:n_r]
+    else:
+        mine = g.new_empty((n_r + pad, h, d))
+        dist.reduce_scatter_tensor(mine, every, group=group)
+    # a copy of our rows alone (contiguous, as the op's fake says), so the gathered buffer goes now
+    return mine[:n_r].transpose(0, 1).unsqueeze(0).contiguous()
 
 
 @torch.library.custom_op("replaycompile::cp_tree_attention", mutates_args=())
@@ -246,7 +257,7 @@ def _cp_tree_attention_backward_op(grad_out: torch.Tensor, q: torch.Tensor, k: t
     del keys, values
     dk = _scatter_key_grads(dk, pad.shape[0], order, k.shape[2], group)
     dv = _scatter_key_grads(dv, pad.shape[0], order, v.shape[2], group)
-    return dq, dk.contiguous(), dv.contiguous()
+    return dq, dk, dv
 
 
 @_cp_tree_attention_backward_op.register_fake

@@ -238,6 +238,8 @@ def _step_worker(rank, world, port, kind, out):
                             "local_logprobs": str(torch._dynamo.utils.counters["replay"][
                                 "context_parallel_local_logprobs"]),
                             "computed": str(st["tokens_computed"]), "selected": str(st["queries_selected"]),
+                            "kv_unrepeated": str(torch._dynamo.utils.counters["replay"][
+                                "cp_attention_kv_unrepeated"]),
                             "chunked": str(torch._dynamo.utils.counters["replay"]["shared_stream_stretches_chunked"])})
     finally:
         dist.destroy_process_group()
@@ -267,6 +269,8 @@ def test_packed_step_on_two_ranks_equals_one_process(kind, tmp_path):
         assert m["cp"].startswith(f"rank "), m
         assert ("shared tokens (the branch tokens run on every rank)" in m["cp"]) == detach, m
         assert (int(m["chunked"]) > 0) == (kind == "detach_tree"), m
+        if not detach:  # GQA (4 query heads, 2 kv heads): the CP op gathers the keys before repeat_kv
+            assert int(m["kv_unrepeated"]) >= 1, m
     shares = [int(m["cp"].split(": ")[1].split(" of ")[0]) for m in metas]
     total = int(metas[0]["cp"].split(": ")[1].split(" of ")[1].split()[0])
     assert sum(shares) == total and max(shares) < 0.75 * total, (shares, total)

@@ -377,13 +377,24 @@ def test_fewer_queries_than_keys_is_the_suffix_of_the_tree(dv, dtype):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch=rollout_batches(), data=st.data(),
-       path=st.sampled_from(["flash", "math", "window", "bf16"]))
+       path=st.sampled_from(["flash", "math", "window", "bf16", "key_chunks"]))
 def test_query_subset_is_those_rows_of_the_tree(batch, data, path):
     """Queries at any sorted subset of the packed tokens (the last layer's queries at the tokens the loss reads),
     keys at all of them, with ``plan.query_segments``: out, lse and the gradients equal the dense reference's
     rows for those queries, on the flash path (ancestor groups and own runs), the math path (head dims differ),
-    a sliding window (positions: the plan's columns) and bfloat16 (whose per-segment masked path is for equal
-    query and key counts only)."""
+    a sliding window (positions: the plan's columns), bfloat16 (whose per-segment masked path is for equal
+    query and key counts only) and the flash path with the ancestors' backward in chunks of 3 keys (every query
+    or a subset)."""
+    from unittest import mock
+
+    from replaycompile.kernels import tree_attention as ta
+
+    chunk = 3 * 2 * 8 * 4 if path == "key_chunks" else ta.ANCESTOR_BACKWARD_CHUNK_BYTES  # 3 keys of 2 heads x 8
+    with mock.patch.object(ta, "ANCESTOR_BACKWARD_CHUNK_BYTES", chunk):
+        _query_subset_case(batch, data, path)
+
+
+def _query_subset_case(batch, data, path):
     from replaycompile.kernels.block_sparse_reference import masked_attention_reference
     from replaycompile.kernels.tree_attention_reference import tree_visibility_mask
     from replaycompile.runtime.plan import build_plan
@@ -394,6 +405,8 @@ def test_query_subset_is_those_rows_of_the_tree(batch, data, path):
     if n == 0:
         return
     keep = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    if path == "key_chunks" and data.draw(st.booleans()):
+        keep = [True] * n  # the exact step's backward (queries = keys)
     index = torch.tensor([i for i in range(n) if keep[i]], dtype=torch.long)
     if index.numel() == 0:
         return
