@@ -309,12 +309,13 @@ class Packer:
         return tail
 
     def unrepeated_kv(self, s, st: _Stream) -> tuple:
-        """An attention site's packed keys and values before GQA's repeat_kv where the model repeats them (the CP
-        op reads kv head h // (Hq / Hkv) itself): what it gathers, saves and reduces is Hkv heads wide, not Hq
-        (``counters["replay"]["cp_attention_kv_unrepeated"]``)."""
+        """An attention site's packed keys and values before GQA's repeat_kv where the model repeats them (tree
+        attention and the CP op read kv head h // (Hq / Hkv) themselves): what the attention saves for its
+        backward (and under CP gathers and reduces) is Hkv heads wide, not Hq
+        (``counters["replay"]["attention_kv_unrepeated"]``)."""
         src = [_repeat_kv_source(x) for x in (s.k, s.v)]
         if all(x is not None and x in st.env for x in src):
-            count("cp_attention_kv_unrepeated")
+            count("attention_kv_unrepeated")
             return tuple(st.env[x] for x in src)
         return self.get_packed(s.k, 0, st), self.get_packed(s.v, 0, st)
 
@@ -349,13 +350,13 @@ class Packer:
             self._emit_detached_attention(n, s, window)
             return
         st = self.streams[0]
-        q, kk, v = (self.get_packed(x, 0, st) for x in (s.q, s.k, s.v))
+        q = self.get_packed(s.q, 0, st)
+        kk, v = self.unrepeated_kv(s, st)
         if self.cp_group is not None:
             # this rank's queries over every rank's keys and values (the segment CSR of its tokens)
             # (context_parallel.py: the op gathers them in forward and again in backward, so no layer keeps more
             # than the rank's own K/V); a window reads the keys' positions (all tokens'), each query's is its own
             # key's
-            kk, v = self.unrepeated_kv(s, st)
             pad, order = self.cp_space[0]
             res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
                                   (q, kk, v, pad, order, *self.cp_qseg, s.scale, self.cp_group)

@@ -145,15 +145,13 @@ class SelectedTokens:
         s = p.sites[n]
         sinks = None if s.sinks is None else p.get_row(s.sinks)
         tail = (None, 0, s.softcap, sinks) if sinks is not None else (None, 0, s.softcap) if s.softcap else ()
-        q = self.value(p, s.q, st)
+        q, (k, v) = self.value(p, s.q, st), p.unrepeated_kv(s, st)
         if p.cp_group is not None:
-            # the rank's selected queries over every rank's keys and values (Hkv heads wide)
-            k, v = p.unrepeated_kv(s, st)
+            # the rank's selected queries over every rank's keys and values
             pad, order = p.cp_space[0]
             res = g.call_function(torch.ops.replaycompile.cp_tree_attention.default,
                                   (q, k, v, pad, order, *self.qseg, s.scale, p.cp_group) + tail)
         else:
-            k, v = p.get_packed(s.k, 0, st), p.get_packed(s.v, 0, st)
             res = g.call_function(torch.ops.replaycompile.tree_attention.default,
                                   (q, k, v, self.no_subtree, *self.qseg, s.scale, [], 0, 0) + tail)
         st.env[n] = g.call_function(operator.getitem, (res, 0))

@@ -361,10 +361,17 @@ def test_random_prefix_trees_are_exact(batch):
 
 
 def test_bf16_within_eager_noise():
-    """bf16: replay differs from eager no more than eager differs from itself on a permuted batch."""
+    """bf16: replay's gradients are as close to the float32 step's (same weights) as eager bf16's are (within
+    1.25x of eager's worst relative error), and its loss differs from eager's no more than eager's from itself on
+    a permuted batch. Eager's distance to itself on a permuted batch understates bf16's error: replay's attention
+    sums a GQA group's key gradients in the kernel (float32), eager's repeat_kv backward after it (bf16), which
+    moves replay farther from eager than that distance while it stays as close to float32."""
+    import copy
+
     model = tiny_model("qwen3", dtype=torch.bfloat16)
     ids, am, adv, p = group_batch(lens=(6, 5, 6, 4, 6, 3))
     ref = run(step_loss, model, ids, am, adv, p)
+    truth = run(step_loss, copy.deepcopy(model).float(), ids, am, adv, p)
     perm = torch.tensor([3, 0, 5, 1, 4, 2])
     alt = run(step_loss, model, ids[perm], am[perm], adv[perm], p)
     got = run(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
@@ -374,8 +381,7 @@ def test_bf16_within_eager_noise():
         return max(((a[1][k].float() - b[1][k].float()).norm() / b[1][k].float().norm().clamp_min(1e-12)).item()
                    for k in b[1])
 
-    noise = worst(alt, ref)
-    assert worst(got, ref) <= max(2 * noise, 1e-2), (worst(got, ref), noise)
+    assert worst(got, truth) <= 1.25 * worst(ref, truth), (worst(got, truth), worst(ref, truth))
     assert abs(got[0].float() - ref[0].float()) <= max(2 * abs(alt[0].float() - ref[0].float()), 1e-2)
 
 

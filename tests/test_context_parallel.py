@@ -239,7 +239,7 @@ def _step_worker(rank, world, port, kind, out):
                                 "context_parallel_local_logprobs"]),
                             "computed": str(st["tokens_computed"]), "selected": str(st["queries_selected"]),
                             "kv_unrepeated": str(torch._dynamo.utils.counters["replay"][
-                                "cp_attention_kv_unrepeated"]),
+                                "attention_kv_unrepeated"]),
                             "chunked": str(torch._dynamo.utils.counters["replay"]["shared_stream_stretches_chunked"])})
     finally:
         dist.destroy_process_group()

@@ -17,11 +17,11 @@ replay backend hands inductor; they are counts of tensors of the model's own siz
     eager, padded batch (mask: repeat_kv)    per layer 6h + 4ff + 6qd + 2kd + 2hq + hkv + 2, plus the additive
                                              float mask SDPA saves per layer: L * G * T * T elements
     eager, once per token                    3h (final norm) + 2d (RoPE cos/sin) + 3 (ids, positions, rsqrt)
-    replay (inductor's partition)            per layer 4h + 3ff + 6qd + kd + 2hq + hkv + 3, once h; the last
-                                             layer only 2qd + 2hkv + 3 (its queries, output and MLP run on
-                                             the loss's selected tokens: passes/selected_tokens.py; recounted
-                                             2026-12-07 off the saved tensors' shapes, after the 8K point
-                                             measured 28% under the all-layers count)
+    replay (inductor's partition)            per layer 4h + 3ff + 4qd + 3kd + 2hq + hkv + 3, once h; the last
+                                             layer only 2kd + 2hkv + 3 (its queries, output and MLP run on
+                                             the loss's selected tokens: passes/selected_tokens.py); the
+                                             attention saves K and V before GQA's repeat_kv (Packer.unrepeated_kv:
+                                             2kd where the repeated ones were 2qd)
     replay detach_prefix, a branch token     per layer 4h + 3ff + 4qd + kd + 2hq + hkv + 3, once h, plus its K
                                              and V (below): the branch attention reads K/V before GQA's repeat
 
@@ -153,7 +153,7 @@ def _per_token(m: _Dims, kind: str) -> float:
     if kind == "rows_layer":
         return 6 * m.h + 4 * m.ff + 4 * m.qd + 4 * m.kd + 2 * m.hq + m.hk + 2
     if kind == "replay_layer":
-        return 4 * m.h + 3 * m.ff + 6 * m.qd + m.kd + 2 * m.hq + m.hk + 3
+        return 4 * m.h + 3 * m.ff + 4 * m.qd + 3 * m.kd + 2 * m.hq + m.hk + 3
     if kind == "rows_ckpt":
         return m.L * m.h + 3 * m.h + 2 * m.d + 3
     if kind == "replay_ckpt":
@@ -164,8 +164,8 @@ def _per_token(m: _Dims, kind: str) -> float:
         return m.L * (6 * m.h + 4 * m.ff + 6 * m.qd + 2 * m.kd + 2 * m.hq + m.hk + 2) + 3 * m.h + 2 * m.d + 3
     if kind == "replay":
         # the last layer runs its queries, attention output and MLP on the loss's selected tokens only
-        # (passes/selected_tokens.py): on every token it keeps only what their attention reads (GQA-repeated K, V)
-        return (m.L - 1) * _per_token(m, "replay_layer") + 2 * m.qd + 2 * m.hk + 3 + m.h
+        # (passes/selected_tokens.py): on every token it keeps only what their attention reads (K, V)
+        return (m.L - 1) * _per_token(m, "replay_layer") + 2 * m.kd + 2 * m.hk + 3 + m.h
     if kind == "branch":
         return m.L * (4 * m.h + 3 * m.ff + 4 * m.qd + m.kd + 2 * m.hq + m.hk + 3) + m.h
     raise ValueError(kind)

@@ -272,11 +272,8 @@ def plan_step(config, group: int, prompt_len: int, response_len, dtype=torch.bfl
             n_all = p + sum(comps)
             t["cp_kv"] = (3 * n_all * m.kd * b + 2 * n_all * m.kd * max(b, 4)) if m.L_kv else 0
             if mv == "replay":
-                # the CP op takes K/V before GQA's repeat_kv: it saves 2 kd a token and attention layer where the
-                # one-process count (memory.py) has the repeated 2 qd
-                t["cp_unrepeated_kv"] = -(pr + sum(cr)) * m.L_kv * 2 * (m.qd - m.kd) * b
-                # and the gathered K/V are in flight at an attention's backward, after the LM head's is done
-                step += t["cp_unrepeated_kv"] + max(t["cp_kv"] - t["head"], 0)
+                # the gathered K/V are in flight at an attention's backward, after the LM head's is done
+                step += max(t["cp_kv"] - t["head"], 0)
             else:
                 step += t["cp_kv"]
         return int(step), t
