@@ -114,6 +114,23 @@ def test_whole_step_packs_the_vocabulary_projection():
     assert c["vocab_gathers_log_softmax_fused"] == 1
 
 
+def test_attention_saves_kv_before_repeat_kv():
+    """GQA (4 query heads, 2 kv heads, Hugging Face's repeat_kv under a padding mask): every packed attention,
+    the selected-token last layer's included, reads the keys and values before the repeat (what it saves for
+    the backward is Hkv heads wide), and the step equals eager's."""
+    model = tiny_model("qwen3")
+    assert model.config.num_key_value_heads < model.config.num_attention_heads
+    ids, am, adv, p = group_batch()
+    ref = run(step_loss, model, ids, am, adv, p)
+    counters.clear()
+    got = run(torch.compile(step_loss, backend="replay", options=AOT), model, ids, am, adv, p)
+    assert replaycompile.last_stats()["applied"]
+    c = counters["replay"]
+    assert c["attention_sites_rewritten"] >= model.config.num_hidden_layers
+    assert c["attention_kv_unrepeated"] == c["attention_sites_rewritten"]
+    assert_same_step(ref, got)
+
+
 def test_packed_log_probs_equal_eager_and_are_zero_at_padding():
     """A step that returns the per-token log-probs (as TRL does, for logging and the loss): they come from the
     packed LM head (replay_gather), equal eager's wherever the predicting position is a real token and are
