@@ -22,20 +22,20 @@ paired head-tail, wherever that keeps the busiest rank's work within 5% of the b
 and a 1.6x larger peak.
 
 Attention. ``cp_tree_attention`` all-gathers the rank's keys and values, puts them in packed order, and runs
-``replaycompile::tree_attention`` with the rank's tokens as queries (``ReplayPlan.query_segments``): the tree's visibility rule is the plan's, so
-flat groups, trees of any depth and sliding windows need nothing more (a window reads the keys' positions,
-every token's; each query's own is its key's). Its backward gathers them again and reduce-scatters their
-gradients, so each key's gradient from every rank's queries is summed on the rank that owns it, and no layer
-keeps more than its own tokens' K/V for the backward. The rewrite hands it K/V before GQA's ``repeat_kv``
-(``Packer.unrepeated_kv``): what it gathers, saves and reduces is Hkv heads wide (the flash kernel reads kv head
-h // (Hq / Hkv) itself); on gloo the reduce-scatter is an in-place all-reduce of our own buffer (gloo's
-reduce-scatter clones its input first). With the ancestors' backward in key chunks (kernels/tree_attention.py)
-these took the rank's peak out of the attention's backward (docs/long_context.md, "Measured"). Why all-gather and not a ring: on the CPU gloo ranks the
-tests run on, one collective per layer is cheaper than cp - 1 exchanges, and the gathered K/V of one layer is
-transient (the planner's ring term is one K/V block; a gathered layer is cp blocks). Values that are not K/V
-(the exits of the packed region) go through ``ops.cp_gather``, torch's functional all-gather. torch's own
-``context_parallel`` cannot take this op: it swaps SDPA for ring attention over a causal or no mask, and a tree
-is neither.
+``replaycompile::tree_attention`` with the rank's tokens as queries (``ReplayPlan.query_segments``): the tree's
+visibility rule is the plan's, so flat groups, trees of any depth and sliding windows need nothing more (a window
+reads the keys' positions, every token's; each query's own is its key's). Its backward gathers them again and
+reduce-scatters their gradients, so each key's gradient from every rank's queries is summed on the rank that owns
+it, and no layer keeps more than its own tokens' K/V for the backward. The rewrite hands it K/V before GQA's
+``repeat_kv`` (``Packer.unrepeated_kv``): what it gathers, saves and reduces is Hkv heads wide (the flash kernel
+reads kv head h // (Hq / Hkv) itself); on gloo the reduce-scatter is an in-place all-reduce of our own buffer
+(gloo's reduce-scatter clones its input first). With the ancestors' backward in key chunks
+(kernels/tree_attention.py) these took the rank's peak out of the attention's backward (docs/long_context.md,
+"Measured"). Why all-gather and not a ring: on the CPU gloo ranks the tests run on, one collective per layer is
+cheaper than cp - 1 exchanges, and the gathered K/V of one layer is transient (the planner's ring term is one K/V
+block; a gathered layer is cp blocks). Values that are not K/V (the exits of the packed region) go through
+``ops.cp_gather``, torch's functional all-gather. torch's own ``context_parallel`` cannot take this op: it swaps
+SDPA for ring attention over a causal or no mask, and a tree is neither.
 """
 
 from __future__ import annotations
