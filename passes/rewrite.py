@@ -308,16 +308,21 @@ class Packer:
             tail = tail[:-1]
         return tail
 
-    def unrepeated_kv(self, s, st: _Stream) -> tuple:
-        """An attention site's packed keys and values before GQA's repeat_kv where the model repeats them (tree
-        attention and the CP op read kv head h // (Hq / Hkv) themselves): what the attention saves for its
-        backward (and under CP gathers and reduces) is Hkv heads wide, not Hq
-        (``counters["replay"]["attention_kv_unrepeated"]``)."""
-        src = [_repeat_kv_source(x) for x in (s.k, s.v)]
-        if all(x is not None and x in st.env for x in src):
+    def kv_sources(self, s, streams) -> tuple:
+        """The (k, v) nodes an attention site reads: the keys and values before GQA's repeat_kv where the model
+        repeats them and every stream in ``streams`` has both (tree attention and the CP ops read kv head
+        h // (Hq / Hkv) themselves), so what the attention saves for its backward (and under CP gathers and
+        reduces) is Hkv heads wide, not Hq (``counters["replay"]["attention_kv_unrepeated"]``); else the site's
+        own."""
+        src = tuple(_repeat_kv_source(x) for x in (s.k, s.v))
+        if all(x is not None and all(x in st.env for st in streams) for x in src):
             count("attention_kv_unrepeated")
-            return tuple(st.env[x] for x in src)
-        return self.get_packed(s.k, 0, st), self.get_packed(s.v, 0, st)
+            return src
+        return s.k, s.v
+
+    def unrepeated_kv(self, s, st: _Stream) -> tuple:
+        """An attention site's packed keys and values on stream ``st`` (``kv_sources``)."""
+        return tuple(self.get_packed(x, 0, st) for x in self.kv_sources(s, [st]))
 
     def emit_attention(self, n: fx.Node) -> None:
         """An attention site as the tree attention on the packed tokens (or, with key selection, dense attention
@@ -373,10 +378,9 @@ class Packer:
         """detach_prefix: the shared queries over the shared keys, the branch queries over those (constants) and
         their own."""
         g, plan, streams = self.g, self.plan, self.streams
-        # keys and values before GQA's repeat_kv where the model repeats them (the op reads kv head h // (Hq /
-        # Hkv) itself): the branch backward saves the shared K/V once, not once per query head
-        kv = [_repeat_kv_source(x) for x in (s.k, s.v)]
-        kv = [x if x is not None and all(x in st.env for st in streams) else y for x, y in zip(kv, (s.k, s.v))]
+        # keys and values before GQA's repeat_kv: the branch backward saves the shared K/V once, not once per
+        # query head
+        kv = self.kv_sources(s, streams)
         (qs, ks, vs), (qr, kr, vr) = ([st.env[x] for x in (s.q, *kv)] for st in streams)
 
         def both_streams():

@@ -211,7 +211,7 @@ def _scatter_key_grads(g: torch.Tensor, pad: int, order: torch.Tensor, n_r: int,
         # gloo's reduce-scatter clones its input and all-reduces the clone (one more N-token buffer at the
         # backward's peak); all-reducing this buffer, ours already, in place and keeping our rows does without
         dist.all_reduce(every, group=group)
-        mine = every[dist.get_rank(group) * (n_r + pad):][:n_r]
+        mine = every[dist.get_rank(group) * (n_r + pad):]
     else:
         mine = g.new_empty((n_r + pad, h, d))
         dist.reduce_scatter_tensor(mine, every, group=group)
